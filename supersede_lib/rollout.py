@@ -1,0 +1,175 @@
+"""The rollout core: one small state machine per condition, with no framework imports.
+
+Evaluation (`agents`), the verifiers environment and GRPO training all drive these
+classes the same way::
+
+    rollout = BoundedMemoryRollout(episode, notes_budget_chars=300)
+    while not rollout.done:
+        reply = model(rollout.current_messages())
+        rollout.step(reply)
+    rollout.answer, rollout.turns
+
+so the three can never disagree about what the model saw. The bounded-memory agent
+sees, at each turn, ONLY its current notes and one new session; the raw session is
+never shown again, and the final answer is produced from the notes alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from supersede_lib import prompts
+from supersede_lib.episode import Episode
+
+TurnKind = Literal["notes", "answer"]
+
+PAPER_NOTES_BUDGET_CHARS = 300  # Section 5.1: a 300-character notes field
+PAPER_CHARS_PER_SESSION = 150  # Section 5.2: constant-ratio budget, 150 characters per session
+
+
+def notes_budget_for(
+    episode: Episode,
+    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
+    chars_per_session: int | None = None,
+) -> int:
+    """The notes cap for one episode: fixed B, or `chars_per_session` x number of sessions."""
+    if chars_per_session is not None:
+        return max(1, chars_per_session * len(episode.sessions))
+    if notes_budget_chars is None or notes_budget_chars < 1:
+        raise ValueError("give a positive notes_budget_chars or chars_per_session")
+    return notes_budget_chars
+
+
+@dataclass
+class TurnRecord:
+    """What the model saw and said at one turn, and what the memory held afterwards."""
+
+    kind: TurnKind
+    session_index: int | None  # which session this notes rewrite consumed; None for the answer
+    messages: list[dict[str, str]]
+    reply: str
+    notes_after: str | None = None  # notes after the cap was applied (notes turns only)
+    truncated_chars: int = 0  # how many characters the cap cut from the reply
+
+
+@dataclass
+class BoundedMemoryRollout:
+    """Notes start empty; one rewrite per session in date order; then answer from notes alone."""
+
+    episode: Episode
+    notes_budget_chars: int
+    notes: str = ""
+    turns: list[TurnRecord] = field(default_factory=list)
+    answer: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.notes_budget_chars < 1:
+            raise ValueError(f"notes_budget_chars must be positive, got {self.notes_budget_chars}")
+
+    @property
+    def sessions_consumed(self) -> int:
+        return sum(1 for turn in self.turns if turn.kind == "notes")
+
+    @property
+    def done(self) -> bool:
+        return self.answer is not None
+
+    @property
+    def current_kind(self) -> TurnKind:
+        self._require_not_done()
+        return "notes" if self.sessions_consumed < len(self.episode.sessions) else "answer"
+
+    @property
+    def truncation_count(self) -> int:
+        return sum(1 for turn in self.turns if turn.truncated_chars > 0)
+
+    @property
+    def notes_history(self) -> list[str]:
+        """The notes after each session, in order."""
+        return [turn.notes_after or "" for turn in self.turns if turn.kind == "notes"]
+
+    def current_messages(self) -> list[dict[str, str]]:
+        """The exact prompt for the next model call."""
+        if self.current_kind == "notes":
+            session = self.episode.sessions[self.sessions_consumed]
+            return prompts.notes_update_messages(self.notes, session, self.notes_budget_chars)
+        return prompts.answer_from_notes_messages(self.notes, self.episode.question, self.episode.question_date)
+
+    def step(self, reply: str) -> None:
+        """Feed the model's reply to the current prompt and advance."""
+        kind = self.current_kind
+        messages = self.current_messages()
+        reply = reply or ""
+        if kind == "notes":
+            new_notes = reply.strip()
+            capped = new_notes[: self.notes_budget_chars]
+            self.turns.append(
+                TurnRecord(
+                    kind="notes",
+                    session_index=self.sessions_consumed,
+                    messages=messages,
+                    reply=reply,
+                    notes_after=capped,
+                    truncated_chars=len(new_notes) - len(capped),
+                )
+            )
+            self.notes = capped
+        else:
+            self.turns.append(TurnRecord(kind="answer", session_index=None, messages=messages, reply=reply))
+            self.answer = reply.strip()
+
+    def _require_not_done(self) -> None:
+        if self.done:
+            raise RuntimeError(f"rollout for {self.episode.episode_id} is already done")
+
+
+@dataclass
+class FullContextRollout:
+    """The upper bound: one call with every session in date order, then the question."""
+
+    episode: Episode
+    turns: list[TurnRecord] = field(default_factory=list)
+    answer: str | None = None
+    notes_budget_chars: int = 0  # unused; keeps the two rollouts interchangeable in drivers
+    truncation_count: int = 0
+    notes_history: list[str] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.answer is not None
+
+    @property
+    def current_kind(self) -> TurnKind:
+        if self.done:
+            raise RuntimeError(f"rollout for {self.episode.episode_id} is already done")
+        return "answer"
+
+    def current_messages(self) -> list[dict[str, str]]:
+        self.current_kind  # noqa: B018 - raises when done
+        return prompts.full_context_messages(self.episode.sessions, self.episode.question, self.episode.question_date)
+
+    def step(self, reply: str) -> None:
+        messages = self.current_messages()
+        self.turns.append(TurnRecord(kind="answer", session_index=None, messages=messages, reply=reply or ""))
+        self.answer = (reply or "").strip()
+
+
+Rollout = BoundedMemoryRollout | FullContextRollout
+
+CONDITIONS = ("full_context", "bounded_memory")
+
+
+def make_rollout(
+    episode: Episode,
+    condition: str,
+    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
+    chars_per_session: int | None = None,
+) -> Rollout:
+    """Build the rollout for a condition name ("full_context" or "bounded_memory")."""
+    if condition == "full_context":
+        return FullContextRollout(episode)
+    if condition == "bounded_memory":
+        budget = notes_budget_for(episode, notes_budget_chars, chars_per_session)
+        return BoundedMemoryRollout(episode, notes_budget_chars=budget)
+    raise ValueError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")

@@ -1,0 +1,108 @@
+"""The rollout core: what the model sees at each turn, and the notes cap."""
+
+import pytest
+
+from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.rollout import (
+    BoundedMemoryRollout,
+    FullContextRollout,
+    make_rollout,
+    notes_budget_for,
+)
+
+
+def _episode(n_sessions: int = 3) -> Episode:
+    sessions = tuple(
+        Session(
+            session_id=f"s{index}",
+            date=f"2023/05/0{index + 1} (Mon) 10:00",
+            turns=(
+                Turn("user", f"SESSION-{index}-USER-TEXT my city is city{index}"),
+                Turn("assistant", f"SESSION-{index}-ASSISTANT-TEXT noted"),
+            ),
+        )
+        for index in range(n_sessions)
+    )
+    return Episode(
+        episode_id="ep-1",
+        sessions=sessions,
+        question="Where do I live now?",
+        question_date="2023/06/01 (Thu) 10:00",
+        gold_answers=(f"city{n_sessions - 1}",),
+        superseded_values=tuple(f"city{index}" for index in range(n_sessions - 1)),
+    )
+
+
+def _all_text(messages: list[dict[str, str]]) -> str:
+    return "\n".join(message["content"] for message in messages)
+
+
+def test_bounded_memory_shows_each_session_once_and_never_again() -> None:
+    episode = _episode(3)
+    rollout = BoundedMemoryRollout(episode, notes_budget_chars=300)
+    prompts_seen = []
+    while not rollout.done:
+        messages = rollout.current_messages()
+        prompts_seen.append((rollout.current_kind, _all_text(messages)))
+        rollout.step(f"notes after turn {len(prompts_seen)}")
+
+    kinds = [kind for kind, _ in prompts_seen]
+    assert kinds == ["notes", "notes", "notes", "answer"]
+    for turn_index, (kind, text) in enumerate(prompts_seen):
+        for session_index in range(3):
+            shown = f"SESSION-{session_index}-USER-TEXT" in text
+            assert shown == (kind == "notes" and session_index == turn_index)
+    # the answer prompt carries the notes and the question, not the sessions
+    assert "notes after turn 3" in prompts_seen[-1][1]
+    assert episode.question in prompts_seen[-1][1]
+
+
+def test_notes_turn_carries_previous_notes() -> None:
+    rollout = BoundedMemoryRollout(_episode(2), notes_budget_chars=300)
+    rollout.step("lives in city0")
+    assert "lives in city0" in _all_text(rollout.current_messages())
+    assert rollout.notes_history == ["lives in city0"]
+
+
+def test_notes_are_hard_capped_and_truncations_counted() -> None:
+    rollout = BoundedMemoryRollout(_episode(2), notes_budget_chars=10)
+    rollout.step("x" * 25)
+    rollout.step("short")
+    assert rollout.notes_history == ["x" * 10, "short"]
+    assert rollout.turns[0].truncated_chars == 15
+    assert rollout.truncation_count == 1
+    assert "x" * 11 not in _all_text(rollout.current_messages())
+
+
+def test_answer_ends_rollout_and_further_steps_fail() -> None:
+    rollout = BoundedMemoryRollout(_episode(1), notes_budget_chars=50)
+    rollout.step("notes")
+    rollout.step("  city0  ")
+    assert rollout.done and rollout.answer == "city0"
+    with pytest.raises(RuntimeError, match="ep-1"):
+        rollout.step("again")
+
+
+def test_full_context_single_turn_has_every_session_in_order() -> None:
+    rollout = FullContextRollout(_episode(3))
+    text = _all_text(rollout.current_messages())
+    positions = [text.index(f"SESSION-{index}-USER-TEXT") for index in range(3)]
+    assert positions == sorted(positions)
+    rollout.step("city2")
+    assert rollout.done and rollout.answer == "city2"
+
+
+def test_budget_modes() -> None:
+    episode = _episode(4)
+    assert notes_budget_for(episode, 300) == 300
+    assert notes_budget_for(episode, 300, chars_per_session=150) == 600
+    assert make_rollout(episode, "bounded_memory", chars_per_session=150).notes_budget_chars == 600
+    with pytest.raises(ValueError, match="notes_budget_chars"):
+        notes_budget_for(episode, None)
+    with pytest.raises(ValueError, match="unknown condition"):
+        make_rollout(episode, "no_memory")
+
+
+def test_episode_round_trips_through_dict() -> None:
+    episode = _episode(2)
+    assert Episode.from_dict(episode.to_dict()) == episode
