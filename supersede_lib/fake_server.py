@@ -1,0 +1,318 @@
+"""A local OpenAI-compatible server for tests, `make bench` and offline `vf-eval` runs.
+
+`FakeOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` on 127.0.0.1 from a
+background thread, one thread per connection, so many requests can wait out `latency_s` at
+once. It logs every request body, and can play a script of failures first::
+
+    with FakeOpenAIServer(latency_s=0.05, failures=[("status", 429), ("malformed", None)]) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url)
+        ...
+        server.request_count  # every chat request received, failed ones included
+
+Failure actions, consumed one per chat request in order (then normal replies):
+`("status", code)` an OpenAI-style error body with that HTTP status; `("retry_after", seconds)`
+a 429 with a `Retry-After` header; `("sleep", seconds)` wait before answering (client timeouts);
+`("malformed", None)` a 200 whose body is not JSON; `("missing_choices", None)` a 200 JSON body
+without `choices`; `("close", None)` drop the connection without answering.
+
+The default replies come from `default_responder` (deterministic; see its docstring), so bench
+runs exercise the whole rollout with realistic-looking notes and answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[list[dict[str, Any]]], str]
+FailureAction = tuple[str, Any]
+FAILURE_KINDS = ("status", "retry_after", "sleep", "malformed", "missing_choices", "close")
+DEFAULT_NOTES_CAP_CHARS = 300
+UNKNOWN_ANSWER = "I don't know"
+
+_BUDGET_PATTERN = re.compile(r"at most (\d+) characters")
+
+
+def approx_token_count(text: str) -> int:
+    """Rough token count (4 characters per token) for the fake `usage` block."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def _last_user_content(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def _user_lines(text: str) -> list[str]:
+    return [line[len("user:") :].strip() for line in text.splitlines() if line.startswith("user:")]
+
+
+def default_responder(messages: list[dict[str, Any]]) -> str:
+    """Deterministic replies keyed on the last user message (the prompts in `prompts.py`).
+
+    - notes update ("New conversation (...)"): the conversation's user lines joined with "; ",
+      cut to the budget named in the prompt ("at most N characters", else 300);
+    - answer from notes ("My notes:"): the first line of the notes, or "I don't know" when empty;
+    - full context ("Conversation history:"): the last user line of the history;
+    - a yes/no judge prompt: "yes"; anything else: "OK".
+    """
+    text = _last_user_content(messages)
+    if "New conversation (" in text:
+        conversation = text.split("New conversation (", 1)[1]
+        budget_match = _BUDGET_PATTERN.search(text)
+        budget = int(budget_match.group(1)) if budget_match else DEFAULT_NOTES_CAP_CHARS
+        return "; ".join(_user_lines(conversation))[:budget]
+    if "My notes:" in text:
+        notes = text.split("My notes:", 1)[1].split("\nCurrent date:", 1)[0].split("\nQuestion:", 1)[0]
+        first_line = next((line.strip() for line in notes.splitlines() if line.strip()), "")
+        return first_line if first_line and first_line != "(empty)" else UNKNOWN_ANSWER
+    if "Conversation history:" in text:
+        lines = _user_lines(text)
+        return lines[-1] if lines else UNKNOWN_ANSWER
+    if "yes or no" in text.lower():
+        return "yes"
+    return "OK"
+
+
+def _validate_failures(failures: Iterable[FailureAction]) -> list[FailureAction]:
+    checked = []
+    for index, action in enumerate(failures):
+        if not (isinstance(action, tuple | list) and len(action) == 2 and action[0] in FAILURE_KINDS):
+            raise ValueError(
+                f"failures[{index}] = {action!r}: expected (kind, value) with kind in {', '.join(FAILURE_KINDS)}"
+            )
+        kind, value = action
+        if kind == "status" and not (isinstance(value, int) and 400 <= value <= 599):
+            raise ValueError(f"failures[{index}] = {action!r}: status must be an HTTP error code 400-599")
+        if kind in ("sleep", "retry_after") and not (isinstance(value, int | float) and value >= 0):
+            raise ValueError(f"failures[{index}] = {action!r}: {kind} needs a number of seconds >= 0")
+        checked.append((kind, value))
+    return checked
+
+
+class FakeOpenAIServer:
+    """OpenAI-compatible chat server on 127.0.0.1 with fixed latency, scripted failures and a request log."""
+
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        responder: Responder | None = None,
+        failures: list[FailureAction] | None = None,
+        port: int = 0,
+        model: str = "fake-model",
+        api_key: str | None = None,
+    ) -> None:
+        self.latency_s = latency_s
+        self.responder = responder or default_responder
+        self.port = port
+        self.model = model
+        self.api_key = api_key  # when set, requests without "Bearer <api_key>" get 401
+        self.requests: list[dict[str, Any]] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._failures: deque[FailureAction] = deque(_validate_failures(failures or []))
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+    def start(self) -> FakeOpenAIServer:
+        if self._httpd is not None:
+            return self
+        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler, bind_and_activate=False)
+        httpd.daemon_threads = True
+        httpd.request_queue_size = 256  # accept bursts of concurrent clients
+        httpd.allow_reuse_address = True
+        httpd.server_bind()
+        httpd.server_activate()
+        httpd.fake = self  # type: ignore[attr-defined]
+        self.port = httpd.server_address[1]
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- inspection
+    @property
+    def base_url(self) -> str:
+        if self.port == 0:  # the OS picks the port on start()
+            raise RuntimeError("FakeOpenAIServer is not running: use it as a context manager or call start()")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    @property
+    def pending_failures(self) -> int:
+        with self._lock:
+            return len(self._failures)
+
+    def add_failures(self, failures: list[FailureAction]) -> None:
+        checked = _validate_failures(failures)
+        with self._lock:
+            self._failures.extend(checked)
+
+    # -- used by the handler
+    def _record(self, body: dict[str, Any]) -> FailureAction | None:
+        with self._lock:
+            self.requests.append(body)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return self._failures.popleft() if self._failures else None
+
+    def _finish(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def completion_body(self, request: dict[str, Any], text: str, index: int) -> dict[str, Any]:
+        """A chat.completion object the openai SDK (and verifiers) parse without complaint."""
+        prompt_chars = sum(len(str(message.get("content", ""))) for message in request.get("messages", []))
+        prompt_tokens = max(1, (prompt_chars + 3) // 4)  # same 4-characters-per-token rule
+        completion_tokens = approx_token_count(text)
+        return {
+            "id": f"chatcmpl-fake-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model") or self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    error_type = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "fake_error")
+    return {"error": {"message": message, "type": error_type, "code": str(status), "param": None}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def fake(self) -> FakeOpenAIServer:
+        return self.server.fake  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # keep test output clean
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. its timeout fired)
+
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload).encode("utf-8"), headers)
+
+    def _authorised(self) -> bool:
+        expected = self.fake.api_key
+        return expected is None or self.headers.get("Authorization") == f"Bearer {expected}"
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            model = {"id": self.fake.model, "object": "model", "created": 0, "owned_by": "supersede-fake"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        elif self.path.rstrip("/") in ("/health", "/v1/health"):
+            self._send_json(200, {"status": "ok"})
+        else:
+            self._send_json(404, _error_body(404, f"no route GET {self.path}"))
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, _error_body(404, f"no route POST {self.path}"))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as error:
+            self._send_json(400, _error_body(400, f"request body is not JSON: {error}"))
+            return
+        action = self.fake._record(body)
+        try:
+            self._answer(body, action)
+        finally:
+            self.fake._finish()
+
+    def _answer(self, body: dict[str, Any], action: FailureAction | None) -> None:
+        fake = self.fake
+        if not self._authorised():
+            self._send_json(401, _error_body(401, "invalid api key"))
+            return
+        kind, value = action if action is not None else (None, None)
+        if kind == "status":
+            self._send_json(value, _error_body(value, f"scripted failure {value}"))
+            return
+        if kind == "retry_after":
+            self._send_json(429, _error_body(429, "scripted rate limit"), {"Retry-After": str(value)})
+            return
+        if kind == "malformed":
+            self._send(200, b'{"id": "chatcmpl-broken", "choices": [')
+            return
+        if kind == "missing_choices":
+            self._send_json(
+                200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0, "model": "x"}
+            )
+            return
+        if kind == "close":
+            self.close_connection = True
+            return
+        time.sleep(fake.latency_s + (value if kind == "sleep" else 0.0))
+        if body.get("stream"):
+            self._send_json(400, _error_body(400, "the fake server does not stream; send stream=false"))
+            return
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            self._send_json(400, _error_body(400, "'messages' must be a list of {role, content}"))
+            return
+        try:
+            text = fake.responder(messages)
+        except Exception as error:  # a test responder bug should show up as a readable 500
+            self._send_json(500, _error_body(500, f"responder failed: {type(error).__name__}: {error}"))
+            return
+        self._send_json(200, fake.completion_body(body, text, fake.request_count))

@@ -1,0 +1,177 @@
+"""The persistent response cache: keys, hit/miss accounting, persistence, concurrent writers,
+and a cached model that makes zero server calls on a rerun."""
+
+import asyncio
+import multiprocessing
+import threading
+
+import pytest
+
+from supersede_lib.cache import CachedChatModel, ResponseCache, cache_key
+from supersede_lib.chat import ChatModel, ChatResult
+from supersede_lib.clients import OpenAIChatModel
+from supersede_lib.fake_server import FakeOpenAIServer
+
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
+
+
+def test_cache_key_is_stable_and_sensitive_to_every_part():
+    base = cache_key("openai", "m", MESSAGES, {"temperature": 0.0, "max_tokens": 5}, 0)
+    assert base == cache_key("openai", "m", MESSAGES, {"max_tokens": 5, "temperature": 0.0}, 0)
+    assert len(base) == 64
+    variants = [
+        cache_key("embedded", "m", MESSAGES, {"temperature": 0.0, "max_tokens": 5}, 0),
+        cache_key("openai", "m2", MESSAGES, {"temperature": 0.0, "max_tokens": 5}, 0),
+        cache_key("openai", "m", MESSAGES[::-1], {"temperature": 0.0, "max_tokens": 5}, 0),
+        cache_key("openai", "m", MESSAGES, {"temperature": 0.7, "max_tokens": 5}, 0),
+        cache_key("openai", "m", MESSAGES, {"temperature": 0.0, "max_tokens": 5}, 1),
+    ]
+    assert len({base, *variants}) == 6
+
+
+def test_get_put_counts_and_persists_across_instances(tmp_path):
+    path = tmp_path / "nested" / "responses.db"
+    cache = ResponseCache(path)
+    assert cache.get("k1") is None
+    cache.put(
+        "k1", ChatResult("stored text", prompt_tokens=10, completion_tokens=2, latency_s=1.5, model="m")
+    )
+    hit = cache.get("k1")
+    assert hit.text == "stored text" and hit.prompt_tokens == 10 and hit.cached and hit.model == "m"
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert cache.stats() == {"path": str(path), "entries": 1, "hits": 1, "misses": 1, "hit_rate": 0.5}
+
+    reopened = ResponseCache(path)
+    assert "k1" in reopened and len(reopened) == 1
+    assert reopened.get("k1").text == "stored text"
+    assert (reopened.hits, reopened.misses) == (1, 0)
+    mode = reopened._connection().execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_threads_write_concurrently(tmp_path):
+    cache = ResponseCache(tmp_path / "threads.db")
+
+    def write(worker):
+        for index in range(40):
+            cache.put(f"t{worker}-{index}", ChatResult(f"reply {worker}/{index}"))
+
+    threads = [threading.Thread(target=write, args=(worker,)) for worker in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(cache) == 240
+    assert cache.get("t5-39").text == "reply 5/39"
+
+
+def _process_writer(cache, worker, count):
+    # Uses the cache object inherited through fork: it must open its own connection.
+    for index in range(count):
+        cache.put(f"p{worker}-{index}", ChatResult(f"reply {worker}/{index}", completion_tokens=index))
+        cache.get(f"p{(worker + 1) % 4}-{index}")  # readers interleaved with other writers
+
+
+def test_processes_write_the_same_file_concurrently(tmp_path):
+    cache = ResponseCache(tmp_path / "processes.db")
+    cache.put("parent", ChatResult("from parent"))  # parent connection exists before the fork
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_process_writer, args=(cache, worker, 60)) for worker in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    assert len(ResponseCache(tmp_path / "processes.db")) == 4 * 60 + 1
+    assert cache.get("p3-59").completion_tokens == 59
+    assert cache.get("parent").text == "from parent"
+
+
+def test_cached_model_makes_zero_server_calls_on_a_rerun(tmp_path):
+    requests = [[{"role": "user", "content": f"question {index}"}] for index in range(5)]
+
+    async def run_all(model):
+        return await asyncio.gather(*(model.achat(messages, max_tokens=20) for messages in requests))
+
+    with FakeOpenAIServer(latency_s=0.01, responder=lambda messages: messages[-1]["content"][::-1]) as server:
+        first_model = CachedChatModel(
+            OpenAIChatModel("fake-model", base_url=server.base_url), ResponseCache(tmp_path / "c.db")
+        )
+        assert isinstance(first_model, ChatModel)
+        first = asyncio.run(run_all(first_model))
+        assert server.request_count == 5
+        again = asyncio.run(run_all(first_model))
+        # A fresh process resuming the run: new model, new cache object, same file.
+        resumed_model = CachedChatModel(
+            OpenAIChatModel("fake-model", base_url=server.base_url), ResponseCache(tmp_path / "c.db")
+        )
+        resumed = asyncio.run(run_all(resumed_model))
+        assert server.request_count == 5
+        different_params = asyncio.run(resumed_model.achat(requests[0], max_tokens=21))
+        assert server.request_count == 6
+    assert [result.text for result in first] == [f"{index} noitseuq" for index in range(5)]
+    assert not any(result.cached for result in first)
+    for cached_results in (again, resumed):
+        assert [result.text for result in cached_results] == [result.text for result in first]
+        assert all(result.cached and result.latency_s == 0.0 for result in cached_results)
+    assert not different_params.cached
+    assert (first_model.cache.hits, first_model.cache.misses) == (5, 5)
+    assert (resumed_model.cache.hits, resumed_model.cache.misses) == (5, 1)
+
+
+class CountingModel:
+    """An inner model that records calls and can fail."""
+
+    name = "counting"
+
+    def __init__(self, fail=False):
+        self.calls = 0
+        self.fail = fail
+
+    async def achat(self, messages, *, max_tokens=None, temperature=0.0, seed=0):
+        self.calls += 1
+        await asyncio.sleep(0.01)
+        if self.fail:
+            raise RuntimeError("backend down")
+        return ChatResult(text=f"reply {seed}", latency_s=0.01, model=self.name)
+
+
+def test_identical_requests_in_flight_share_one_call(tmp_path):
+    inner = CountingModel()
+    model = CachedChatModel(inner, ResponseCache(tmp_path / "d.db"))
+
+    async def run_all():
+        return await asyncio.gather(*(model.achat(MESSAGES, seed=1) for _ in range(5)))
+
+    results = asyncio.run(run_all())
+    assert inner.calls == 1 and model.deduplicated == 4
+    assert [result.text for result in results] == ["reply 1"] * 5
+    assert sum(result.cached for result in results) == 4
+    assert model.backend == "CountingModel"
+
+
+def test_failures_are_not_cached_and_reach_every_waiter(tmp_path):
+    inner = CountingModel(fail=True)
+    model = CachedChatModel(inner, ResponseCache(tmp_path / "f.db"))
+
+    async def run_all():
+        return await asyncio.gather(*(model.achat(MESSAGES) for _ in range(3)), return_exceptions=True)
+
+    outcomes = asyncio.run(run_all())
+    assert all(isinstance(outcome, RuntimeError) for outcome in outcomes)
+    assert len(model.cache) == 0
+    inner.fail = False
+    assert asyncio.run(model.achat(MESSAGES)).text == "reply 0"
+    assert inner.calls == 2
+
+
+def test_seed_is_part_of_the_key(tmp_path):
+    inner = CountingModel()
+    model = CachedChatModel(inner, ResponseCache(tmp_path / "s.db"), backend="test")
+    texts = [asyncio.run(model.achat(MESSAGES, seed=seed)).text for seed in (0, 1, 0)]
+    assert texts == ["reply 0", "reply 1", "reply 0"] and inner.calls == 2
+
+
+def test_a_folder_as_cache_path_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="is a folder"):
+        ResponseCache(tmp_path)

@@ -1,0 +1,68 @@
+"""Real embedded inference on a tiny GGUF model (SmolLM2-135M or Qwen2.5-Coder-0.5B).
+
+Skipped when no such file is in $SUPERSEDE_MODEL_DIR or ~/.cache/supersede/models
+(see provision-models.sh). Three short calls: two in-process, one over the HTTP port.
+"""
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from supersede_lib.clients import MODEL_DIR_ENV, EmbeddedGGUFModel, OpenAIChatModel, default_model_dir
+
+pytestmark = pytest.mark.realmodel
+
+SMALL_MODEL_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
+def _small_model_file() -> Path | None:
+    folders = [Path(os.environ[MODEL_DIR_ENV])] if os.environ.get(MODEL_DIR_ENV) else []
+    folders.append(default_model_dir())
+    for folder in folders:
+        for filename in SMALL_MODEL_FILES:
+            if (folder / filename).is_file():
+                return folder / filename
+    return None
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    pytest.importorskip("xllamacpp", reason="embedded backend needs xllamacpp")
+    model_file = _small_model_file()
+    if model_file is None:
+        pytest.skip(f"no {' or '.join(SMALL_MODEL_FILES)} in ${MODEL_DIR_ENV} or {default_model_dir()}")
+    model = EmbeddedGGUFModel(model_file, n_ctx=1024, n_threads=1)
+    yield model
+    model.close()
+
+
+MESSAGES = [
+    {"role": "system", "content": "Answer in a few words."},
+    {"role": "user", "content": "What colour is the sky on a clear day?"},
+]
+
+
+def test_embedded_model_replies_greedily_with_token_counts(small_model):
+    async def twice():
+        return await asyncio.gather(
+            small_model.achat(MESSAGES, max_tokens=12, seed=0),
+            small_model.achat(MESSAGES, max_tokens=12, seed=0),
+        )
+
+    first, second = asyncio.run(twice())
+    assert first.text.strip()
+    assert first.prompt_tokens > 0 and 0 < first.completion_tokens <= 12
+    assert first.model == small_model.name and first.latency_s > 0
+    assert second.text == first.text  # temperature 0 is greedy: same prompt, same reply
+
+
+def test_embedded_model_serves_openai_compatible_http(small_model):
+    base_url = small_model.serve()
+    assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+    client = OpenAIChatModel(
+        "local-gguf", base_url=base_url, api_key_env="SUPERSEDE_UNSET_KEY", timeout_s=120
+    )
+    result = asyncio.run(client.achat(MESSAGES, max_tokens=8))
+    assert result.text.strip() and result.completion_tokens > 0
