@@ -1,0 +1,174 @@
+"""Paired significance tests and intervals for per-question correctness.
+
+Every condition in the paper runs on the same questions, so comparisons are paired: McNemar's test
+on the discordant pairs (statsmodels), a paired bootstrap of the accuracy difference (scipy), and
+Wilson intervals for single accuracies (statsmodels). Inputs are per-question booleans in the same
+question order for both conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Discordant counts and both p values of McNemar's test.
+
+    `b`: questions A got right and B got wrong; `c`: A wrong and B right; `n`: all paired questions.
+    `p_exact`: two-sided exact binomial test on b of b + c (the conservative small-sample choice).
+    `p_chi2_corrected`: chi-square with continuity correction, (|b - c| - 1)^2 / (b + c) on 1 degree of
+    freedom; this is the p the paper reports (0.0035 for 19 vs 4, 0.0033 for 13 vs 1).
+    `statistic`: that corrected chi-square statistic (0.0 when b = c = 0).
+    """
+
+    b: int
+    c: int
+    n: int
+    p_exact: float
+    p_chi2_corrected: float
+    statistic: float
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Accuracy difference mean(A) - mean(B) and its percentile bootstrap interval."""
+
+    diff: float
+    low: float
+    high: float
+
+
+def _paired_arrays(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+    """Both inputs as boolean arrays; raises when they cannot be paired question by question."""
+    arrays = []
+    for name, values in (("correct_a", correct_a), ("correct_b", correct_b)):
+        array = np.asarray(values)
+        if array.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+        if array.dtype != bool:
+            if array.size and not np.isin(array, (0, 1)).all():
+                raise ValueError(
+                    f"{name} must hold booleans (or 0/1), got values such as {array[:5].tolist()}"
+                )
+            array = array.astype(bool)
+        arrays.append(array)
+    if len(arrays[0]) != len(arrays[1]):
+        raise ValueError(
+            f"paired inputs differ in length: correct_a has {len(arrays[0])}, correct_b has {len(arrays[1])}"
+        )
+    return arrays[0], arrays[1]
+
+
+def paired_mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNemarResult:
+    """McNemar's test of condition A against condition B on the same questions (see `McNemarResult`).
+
+    With no discordant pair (b = c = 0) there is no evidence of a difference: both p values are 1.0.
+    """
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a, b_array = _paired_arrays(correct_a, correct_b)
+    b = int(np.sum(a & ~b_array))
+    c = int(np.sum(~a & b_array))
+    if b + c == 0:
+        return McNemarResult(b=0, c=0, n=len(a), p_exact=1.0, p_chi2_corrected=1.0, statistic=0.0)
+    table = [[int(np.sum(a & b_array)), b], [c, int(np.sum(~a & ~b_array))]]
+    exact = mcnemar(table, exact=True)
+    corrected = mcnemar(table, exact=False, correction=True)
+    return McNemarResult(
+        b=b,
+        c=c,
+        n=len(a),
+        p_exact=float(exact.pvalue),
+        p_chi2_corrected=float(corrected.pvalue),
+        statistic=float(corrected.statistic),
+    )
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for `successes` out of `n`.
+
+    `n == 0` returns (0.0, 1.0): with no observation every accuracy is possible, and tables with an
+    empty group still render. Counts outside 0 <= successes <= n raise ValueError.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if n == 0:
+        return 0.0, 1.0
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    return float(low), float(high)
+
+
+def paired_bootstrap_diff(
+    correct_a: Sequence[bool],
+    correct_b: Sequence[bool],
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> BootstrapResult:
+    """Percentile bootstrap interval of mean(A) - mean(B), resampling questions (pairs stay together).
+
+    Resampling the per-question differences a_i - b_i is resampling question indices for both
+    conditions at once. Deterministic for a given `seed` (numpy Generator).
+    """
+    from scipy.stats import bootstrap
+
+    a, b = _paired_arrays(correct_a, correct_b)
+    if len(a) == 0:
+        raise ValueError("paired_bootstrap_diff needs at least one question, got empty inputs")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    differences = a.astype(float) - b.astype(float)
+    diff = float(differences.mean())
+    result = bootstrap(
+        (differences,),
+        np.mean,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        batch=1_000,
+        rng=np.random.default_rng(seed),
+    )
+    interval = result.confidence_interval
+    return BootstrapResult(diff=diff, low=float(interval.low), high=float(interval.high))
+
+
+def accuracy_table(
+    df: pd.DataFrame, group_cols: Sequence[str], correct_col: str, confidence: float = 0.95
+) -> pd.DataFrame:
+    """One row per group: n, correct, accuracy and the Wilson interval (ci_low, ci_high).
+
+    `correct_col` must hold booleans (or 0/1) without missing values; the groups keep their order of
+    appearance in `df`.
+    """
+    group_cols = [group_cols] if isinstance(group_cols, str) else list(group_cols)
+    missing = [column for column in [*group_cols, correct_col] if column not in df.columns]
+    if missing:
+        raise KeyError(f"accuracy_table: columns {missing} not in the frame (has {list(df.columns)})")
+    correct = df[correct_col]
+    if correct.isna().any():
+        rows = df.index[correct.isna()].tolist()[:5]
+        raise ValueError(f"accuracy_table: column {correct_col!r} has missing values (rows {rows})")
+    if not correct.isin([True, False]).all():
+        raise ValueError(f"accuracy_table: column {correct_col!r} must hold booleans or 0/1")
+    frame = df.assign(_correct=correct.astype(bool))
+    grouped = frame.groupby(group_cols, sort=False, dropna=False)["_correct"].agg(n="size", correct="sum")
+    table = grouped.reset_index()
+    table["correct"] = table["correct"].astype(int)
+    table["accuracy"] = table["correct"] / table["n"]
+    intervals = [
+        wilson_interval(int(k), int(n), confidence) for k, n in zip(table["correct"], table["n"], strict=True)
+    ]
+    table["ci_low"] = [low for low, _ in intervals]
+    table["ci_high"] = [high for _, high in intervals]
+    return table

@@ -1,0 +1,500 @@
+"""The matcher and reward: hand-written cases (paper examples first), then properties with hypothesis."""
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from supersede_lib.scoring import (
+    MAX_ANSWER_CHARS,
+    Score,
+    conveys_value,
+    normalize,
+    says_unknown,
+    score_answer,
+)
+
+ABSTENTION_GOLD = ("The information provided is not enough. You mentioned Korean food but not restaurants.",)
+
+# (answer, gold_answers, superseded_values, expected verdict)
+CASES = [
+    # paper examples and number spellings
+    ("four", ("4",), (), "correct"),
+    ("4", ("four",), (), "correct"),
+    ("You have tried four Korean restaurants.", ("4",), ("3",), "correct"),
+    ("You haven't mentioned any.", ("four",), (), "wrong"),
+    ("No information about Rachel.", ("the suburbs",), ("Detroit",), "wrong"),
+    ("the suburbs", ("The suburbs",), (), "correct"),
+    ("Rachel moved to the suburbs.", ("The suburbs",), ("Detroit",), "correct"),
+    ("14", ("4",), (), "wrong"),
+    ("400", ("4",), (), "wrong"),
+    ("twenty-five", ("25",), (), "correct"),
+    # money: symbols, separators, words and k all name one amount
+    ("$350,000", ("350000",), (), "correct"),
+    ("350000", ("$350,000",), (), "correct"),
+    ("You were pre-approved for $350,000.", ("$350,000",), ("$400,000",), "correct"),
+    ("350K", ("$350,000",), (), "correct"),
+    ("350 thousand dollars", ("$350,000",), (), "correct"),
+    ("three hundred fifty thousand dollars", ("$350,000",), (), "correct"),
+    ("$350,000.00", ("$350,000",), (), "correct"),
+    ("$400,000", ("$350,000",), ("$400,000",), "stale"),
+    ("$4,000", ("$400,000",), (), "wrong"),
+    ("$400,000", ("$4,000",), (), "wrong"),
+    ("50%", ("50 percent",), (), "correct"),
+    # qualified and negated numbers: "over 25" does not convey 25, "about 25" does
+    ("over 25", ("25",), (), "wrong"),
+    ("More than 25.", ("25",), (), "wrong"),
+    ("at least 25", ("25",), (), "wrong"),
+    ("about 25", ("25",), (), "correct"),
+    ("It's not 25.", ("25",), (), "wrong"),
+    ("I'm not sure, but I think it's 25.", ("25",), (), "correct"),
+    # sentence-long golds: token-overlap fallback, numbers mandatory
+    ("You've tried 4 Korean restaurants.", ("You have tried four Korean restaurants",), (), "correct"),
+    ("You have been to four Korean restaurants.", ("You have tried four Korean restaurants",), (), "correct"),
+    ("You have tried five Korean restaurants.", ("You have tried four Korean restaurants",), (), "wrong"),
+    ("Korean restaurants", ("You have tried four Korean restaurants",), (), "wrong"),
+    # stale values inside gold spans, and gold inside stale spans
+    ("Rachel moved to the suburbs of Detroit.", ("The suburbs of Detroit",), ("Detroit",), "correct"),
+    ("She lives in the Detroit suburbs.", ("The suburbs of Detroit",), ("Detroit",), "correct"),
+    ("Detroit", ("The suburbs of Detroit",), ("Detroit",), "stale"),
+    ("Detroit, or maybe the suburbs.", ("The suburbs of Detroit",), ("Detroit",), "ambiguous"),
+    ("She lives in Detroit, not the suburbs.", ("The suburbs of Detroit",), ("Detroit",), "stale"),
+    ("downtown Detroit", ("Detroit",), ("downtown Detroit",), "stale"),
+    ("Detroit", ("Detroit",), ("detroit!",), "correct"),  # a stale value equal to the gold is ignored
+    # stale mentioned as the past is not asserted; offered as an alternative it is
+    (
+        "You used to live in Detroit but now you live in the suburbs.",
+        ("the suburbs",),
+        ("Detroit",),
+        "correct",
+    ),
+    ("The suburbs (you moved from Detroit).", ("the suburbs",), ("Detroit",), "correct"),
+    ("Not Detroit, the suburbs.", ("the suburbs",), ("Detroit",), "correct"),
+    ("It went up from $350,000 to $400,000.", ("$400,000",), ("$350,000",), "correct"),
+    ("$400,000; it was $350,000 before.", ("$400,000",), ("$350,000",), "correct"),
+    ("Either $350,000 or $400,000.", ("$400,000",), ("$350,000",), "ambiguous"),
+    ("You live in Detroit and the suburbs.", ("the suburbs",), ("Detroit",), "ambiguous"),
+    ("You no longer live in the suburbs.", ("the suburbs",), (), "wrong"),
+    ("Your pre-approval was $350,000 and later rose to $400,000.", ("$400,000",), ("$350,000",), "correct"),
+    ("Tom, then Sarah.", ("Sarah",), ("Tom",), "correct"),
+    # naming the gold as the past value while asserting the stale one is not answering with the gold
+    ("Previously $350,000, now $400,000.", ("$350,000",), ("$400,000",), "stale"),
+    ("It was originally $350,000.", ("$350,000",), ("$400,000",), "correct"),
+    # plurals aside, whole tokens
+    ("Wednesday", ("Wednesdays",), (), "correct"),
+    ("You own 3 cats.", ("3 cats",), ("2 cats",), "correct"),
+    ("Tuesday", ("Tuesdays and Thursdays",), (), "wrong"),
+    # hedged enumerations earn nothing
+    ("It could be Paris, London, Berlin, Rome or Madrid.", ("Paris",), (), "wrong"),
+    ("Paris or London", ("Paris",), (), "wrong"),
+    ("- Paris\n- London\n- Berlin", ("Paris",), (), "wrong"),
+    ("Paris. London. Berlin.", ("Paris",), (), "wrong"),
+    ("4, 5 or 6", ("4",), (), "wrong"),
+    ("4 or 5", ("four",), (), "wrong"),
+    ("Maybe 3, 4, 7 or 12 restaurants.", ("4",), (), "wrong"),
+    ("Madrid, not Paris, not London.", ("Madrid",), ("Paris",), "correct"),
+    # ...but ordinary detail does not look like a hedge
+    ("On May 5, 2023 you were pre-approved for $350,000.", ("$350,000",), (), "correct"),
+    ("The suburbs. She moved there in May and loves it.", ("the suburbs",), (), "correct"),
+    ("You moved to the suburbs and adopted a dog.", ("the suburbs",), (), "correct"),
+    ("Four: Kimchi House, Seoul Garden and Gangnam Grill.", ("4",), (), "correct"),
+    (
+        "Your best time is 25 minutes and 50 seconds (25:50).",
+        ("25 minutes and 50 seconds", "25:50"),
+        (),
+        "correct",
+    ),
+    # empty answers
+    ("", ("4",), (), "wrong"),
+    ("   \n\t", ("4",), (), "wrong"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "verdict"), CASES)
+def test_hand_written_cases(answer, gold, stale, verdict) -> None:
+    assert score_answer(answer, gold, stale).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict", "reason"),
+    [
+        ("You haven't mentioned any Korean restaurants.", "correct", ""),
+        ("I don't know.", "correct", ""),
+        ("Sorry! I don't have that information.", "correct", ""),
+        ("You mentioned Korean food, but not how many restaurants you tried.", "correct", ""),
+        ("I'm not sure. If you tell me, I'll remember it.", "correct", ""),
+        ("That's not in my notes.", "correct", ""),
+        ("I can't tell from my notes.", "correct", ""),
+        ("You have tried four Korean restaurants.", "wrong", ""),
+        ("I don't know, maybe four.", "wrong", "asserts_value"),
+        ("You tried four. I don't know more than that.", "wrong", "asserts_value"),
+        ("I don't know; you might have tried three.", "stale", "asserts_value"),
+        ("", "wrong", "empty"),
+    ],
+)
+def test_abstention_items_credit_saying_unknown_and_nothing_else(answer, verdict, reason) -> None:
+    score = score_answer(answer, ABSTENTION_GOLD, ("three",), is_abstention=True)
+    assert (score.verdict, score.reason) == (verdict, reason)
+
+
+def test_reason_names_the_rule_that_withheld_credit() -> None:
+    assert score_answer("Paris, London or Berlin", ["Paris"]).reason == "hedged"
+    assert score_answer("Paris. " + "x" * MAX_ANSWER_CHARS, ["Paris"]).reason == "too_long"
+    assert score_answer(None, ["Paris"]).reason == "empty"
+    assert score_answer("Paris", ["Paris"]) == Score("correct", True, False, 1.0, "")
+
+
+def test_length_cap_is_a_parameter() -> None:
+    answer = "It is Paris, " + "and that is final. " * 10
+    assert score_answer(answer, ["Paris"]).answered_current
+    assert not score_answer(answer, ["Paris"], max_answer_chars=50).answered_current
+
+
+def test_reward_combines_current_and_weighted_stale_penalty() -> None:
+    both = "Either $350,000 or $400,000."
+    assert score_answer(both, ["$400,000"], ["$350,000"], stale_penalty_weight=0.5).reward == 0.5
+    assert score_answer("$350,000", ["$400,000"], ["$350,000"], stale_penalty_weight=2.0).reward == -2.0
+    assert score_answer("$350,000", ["$400,000"], ["$350,000"], stale_penalty_weight=0.0).reward == 0.0
+    assert score_answer("$350,000", ["$400,000"]).reward == 0.0  # gold-only data: the penalty is inert
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: score_answer("4", "4"), TypeError, "gold_answers must be a sequence"),
+        (lambda: score_answer("4", [4]), TypeError, r"gold_answers\[0\]"),
+        (lambda: score_answer("4", ["4"], [3]), TypeError, r"superseded_values\[0\]"),
+        (lambda: score_answer("4", []), ValueError, "gold_answers is empty"),
+        (lambda: score_answer("4", ["4"], stale_penalty_weight=-1), ValueError, "stale_penalty_weight"),
+        (lambda: score_answer(4, ["4"]), TypeError, "answer must be a string"),
+        (lambda: normalize(None), TypeError, "expected a string"),
+    ],
+)
+def test_bad_input_raises_naming_the_field(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_previous_value_questions_accept_the_past_framing() -> None:
+    answer = "Previously $350,000, now $400,000."
+    assert score_answer(answer, ["$350,000"], ["$400,000"], asks_previous_value=True).verdict == "ambiguous"
+    assert score_answer(answer, ["$350,000"], ["$400,000"]).verdict == "stale"
+
+
+def test_abstention_items_need_no_gold() -> None:
+    assert score_answer("I don't know.", [], is_abstention=True).verdict == "correct"
+
+
+@pytest.mark.parametrize(
+    ("variant", "canonical"),
+    [
+        ("$350,000", "350000"),
+        ("350000 dollars", "350000"),
+        ("350K", "350000"),
+        ("350 thousand", "350000"),
+        ("three hundred and fifty thousand", "350000"),
+        ("1.5 million", "1500000"),
+        ("Twenty-Five", "25"),
+        ("one hundred and five", "105"),
+        ("two and three", "2 and 3"),
+        ("ninety-nine", "99"),
+        ("the twenty-first", "21st"),
+        ("Third", "3rd"),
+        ("12.50", "12.5"),
+        ("50%", "50 percent"),
+        ("The Suburbs!", "suburbs"),
+        ("Rachel's Café", "rachel cafe"),
+        ("  An   apple\t a day ", "apple day"),
+        ("Crème Brûlée", "creme brulee"),
+        ("“Don’t” — ok", "dont ok"),
+        ("Straße", "strasse"),
+    ],
+)
+def test_normalize_variants(variant, canonical) -> None:
+    assert normalize(variant) == canonical
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("You tried 14 restaurants", "4", False),
+        ("You tried 4 restaurants", "four", True),
+        ("$4,000", "$400,000", False),
+        ("It's 4.", "4", True),
+        ("4th place", "4", False),
+        ("- lives in the suburbs (moved from Detroit, Apr 2023)", "Detroit", True),  # notes still hold it
+        ("- lives in the suburbs (moved from Detroit, Apr 2023)", "the suburbs", True),
+        ("- lives in Detroit", "the suburbs", False),
+        ("not Detroit", "Detroit", False),
+        ("anything", "the", False),  # a value that normalizes to nothing is never conveyed
+        ("Seattle, Washington", "Seattle, Washington", True),
+    ],
+)
+def test_conveys_value_cases(text, value, expected) -> None:
+    assert conveys_value(text, value) is expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't know.",
+        "You haven't mentioned any.",
+        "There is no information about Rachel.",
+        "That's not in my notes.",
+        "I can't tell.",
+        "My notes don't say.",
+        "I do not have any details about that.",
+        "It was never specified.",
+        "I'm not sure.",
+        "I have no record of that.",
+        "Unknown",
+    ],
+)
+def test_says_unknown_positive(text) -> None:
+    assert says_unknown(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "  ",
+        "The suburbs.",
+        "You don't have a dog.",
+        "You have tried four.",
+        "I know it's 4.",
+        "Not Detroit.",
+    ],
+)
+def test_says_unknown_negative(text) -> None:
+    assert not says_unknown(text)
+
+
+# --------------------------------------------------------------------------- properties
+
+CITY_GOLDS = [
+    "Paris",
+    "the suburbs",
+    "Lisbon",
+    "New York",
+    "Seattle, Washington",
+    "Kyoto",
+    "the Ritz-Carlton",
+]
+NUMBER_GOLDS = ["4", "four", "$350,000", "25", "twenty-five", "12.5 percent", "1,200"]
+OTHER_CITIES = ["London", "Berlin", "Rome", "Madrid", "Osaka", "Denver", "Toronto", "Austin", "Cairo", "Oslo"]
+UNRELATED_WORDS = (
+    "apple banana river mountain blue green quickly slowly table chair window garden music "
+    "yesterday coffee lamp pencil ocean forest cloud yellow gently happy chess violin"
+).split()
+ARTICLES = ["a", "an", "the"]
+
+any_gold = st.sampled_from(CITY_GOLDS + NUMBER_GOLDS)
+stale_penalty = st.floats(min_value=0, max_value=5, allow_nan=False)
+
+
+def _random_case(draw, text: str) -> str:
+    flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
+    return "".join(ch.upper() if flip else ch.lower() for ch, flip in zip(text, flips, strict=True))
+
+
+@st.composite
+def noisy(draw, value: str) -> str:
+    """The value with random case, extra whitespace and articles between words, punctuation around it."""
+    words = value.split()
+    pieces = []
+    for word in words:
+        if draw(st.booleans()):
+            pieces.append(draw(st.sampled_from(ARTICLES)))
+        pieces.append(word)
+    spaced = "".join(piece + draw(st.sampled_from([" ", "  ", "\t", " \n "])) for piece in pieces).strip()
+    prefix = draw(st.sampled_from(["", "  ", '"', "(", "** ", "It's ", "The answer is "]))
+    suffix = draw(st.sampled_from(["", ".", "!", "?!", ")", " .", "...", "\n"]))
+    return prefix + _random_case(draw, spaced) + suffix
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300)
+def test_normalize_is_idempotent_on_any_text(text) -> None:
+    once = normalize(text)
+    assert normalize(once) == once
+
+
+NUMBER_PIECES = [
+    "one",
+    "hundred",
+    "and",
+    "thousand",
+    "k",
+    "$",
+    ",",
+    "%",
+    "first",
+    "twenty",
+    "zero",
+    "5",
+    "0.50",
+]
+
+
+@given(st.lists(st.sampled_from(CITY_GOLDS + NUMBER_GOLDS + UNRELATED_WORDS + NUMBER_PIECES), max_size=12))
+def test_normalize_is_idempotent_on_number_like_text(pieces) -> None:
+    text = " ".join(pieces)
+    assert normalize(normalize(text)) == normalize(text)
+
+
+@given(st.data(), any_gold)
+def test_noise_around_the_gold_keeps_it_correct(data, gold) -> None:
+    answer = data.draw(noisy(gold))
+    assert score_answer(answer, [gold]).verdict == "correct", answer
+
+
+@given(st.lists(st.sampled_from(UNRELATED_WORDS), max_size=30), any_gold, stale_penalty)
+def test_unrelated_words_are_never_correct(words, gold, weight) -> None:
+    score = score_answer(" ".join(words), [gold], ["Detroit"], stale_penalty_weight=weight)
+    assert score.verdict == "wrong"
+    assert not score_answer(" ".join(words) + ".", ABSTENTION_GOLD, is_abstention=True).answered_current
+
+
+@given(st.data(), st.sampled_from(CITY_GOLDS[:4] + ["Kyoto"]), st.integers(min_value=2, max_value=6))
+def test_gold_among_three_or_more_city_candidates_never_scores(data, gold, others) -> None:
+    candidates = data.draw(st.permutations([gold, *OTHER_CITIES[:others]]))
+    lead = data.draw(st.sampled_from(["", "It could be ", "Maybe ", "Possibly "]))
+    if data.draw(st.booleans()):
+        answer = (
+            lead + ", ".join(candidates[:-1]) + data.draw(st.sampled_from([", or ", " or ", " and ", ", "]))
+        )
+        answer += candidates[-1]
+    else:
+        answer = lead + "\n" + "\n".join(f"- {candidate}" for candidate in candidates)
+    assert not score_answer(answer, [gold]).answered_current, answer
+
+
+@given(st.data(), st.integers(min_value=0, max_value=999), st.integers(min_value=2, max_value=6))
+def test_gold_among_three_or_more_numbers_never_scores(data, gold, others) -> None:
+    pool = data.draw(
+        st.lists(
+            st.integers(min_value=0, max_value=999).filter(lambda n: n != gold),
+            min_size=others,
+            max_size=others,
+            unique=True,
+        )
+    )
+    candidates = [str(number) for number in data.draw(st.permutations([gold, *pool]))]
+    answer = data.draw(st.sampled_from(["", "About ", "It could be "])) + ", ".join(candidates[:-1])
+    answer += data.draw(st.sampled_from([" or ", ", ", " and "])) + candidates[-1] + "."
+    assert not score_answer(answer, [str(gold)]).answered_current, answer
+
+
+@given(any_gold, st.lists(st.sampled_from(UNRELATED_WORDS), min_size=1, max_size=20), st.booleans())
+def test_padding_beyond_the_cap_never_scores(gold, filler, gold_first) -> None:
+    padding = " ".join(filler)
+    while len(padding) <= MAX_ANSWER_CHARS:
+        padding += " " + padding
+    answer = f"{gold}. {padding}" if gold_first else f"{padding}. {gold}"
+    assert not score_answer(answer, [gold]).answered_current
+
+
+@given(
+    st.lists(
+        st.sampled_from(UNRELATED_WORDS + CITY_GOLDS + NUMBER_GOLDS + ["Detroit", "not", "or", ",", "."]),
+        max_size=15,
+    ),
+    any_gold,
+    stale_penalty,
+    st.booleans(),
+)
+def test_reward_is_bounded_and_verdict_matches_flags(words, gold, weight, abstention) -> None:
+    score = score_answer(
+        " ".join(words),
+        [gold],
+        ["Detroit", "$400,000"],
+        is_abstention=abstention,
+        stale_penalty_weight=weight,
+    )
+    assert -weight <= score.reward <= 1
+    assert score.reward == pytest.approx(float(score.answered_current) - weight * float(score.asserted_stale))
+    expected = {
+        (True, False): "correct",
+        (False, True): "stale",
+        (True, True): "ambiguous",
+        (False, False): "wrong",
+    }
+    assert score.verdict == expected[(score.answered_current, score.asserted_stale)]
+
+
+@given(st.integers(min_value=0, max_value=10**9), st.integers(min_value=0, max_value=10**9))
+def test_amounts_match_whole_tokens_only(value, other) -> None:
+    assume(value != other)
+    assert conveys_value(f"${value:,}", f"{value} dollars")
+    assert conveys_value(f"It is {value:,}.", f"${value:,}")
+    assert not conveys_value(f"${other:,}", f"${value:,}")
+
+
+def _spell(number: int) -> str:
+    """English words for 0 <= number < 10**6 (test oracle for the number-word reader)."""
+    units = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    units += "sixteen seventeen eighteen nineteen"
+    small = units.split()
+    tens = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+    def below_thousand(n: int) -> list[str]:
+        words = []
+        if n >= 100:
+            words += [small[n // 100], "hundred"]
+            n %= 100
+            if n:
+                words.append("and")
+        if n >= 20:
+            words.append(tens[n // 10 - 2] + (f"-{small[n % 10]}" if n % 10 else ""))
+        elif n or not words:
+            words.append(small[n])
+        return words
+
+    if number >= 1000:
+        rest = number % 1000
+        return " ".join(
+            below_thousand(number // 1000) + ["thousand"] + (below_thousand(rest) if rest else [])
+        )
+    return " ".join(below_thousand(number))
+
+
+@given(st.integers(min_value=0, max_value=999_999))
+def test_spelled_numbers_equal_digits(number) -> None:
+    assert normalize(_spell(number)) == str(number)
+    assert score_answer(_spell(number).capitalize() + ".", [f"{number:,}"]).verdict == "correct"
+
+
+HEDGE_TEMPLATES = [
+    "Either {a} or {b}.",
+    "{a} or {b}",
+    "{a}, {b}",
+    "Previously {a}, now {b}.",
+    "{a} then {b}",
+    "It was {a} before; it is {b} now.",
+    "{b} (it used to be {a})",
+    "{a}, or maybe {b}",
+    "You live in {a} and {b}.",
+    "Not {a}. {b}.",
+]
+
+
+@given(
+    st.sampled_from(HEDGE_TEMPLATES),
+    st.lists(
+        st.sampled_from(CITY_GOLDS[:5] + OTHER_CITIES + ["$350,000", "$400,000", "4", "five"]),
+        min_size=2,
+        max_size=2,
+        unique=True,
+    ),
+)
+def test_mentioning_both_values_never_beats_committing_to_one(template, values) -> None:
+    """Summed over which of the two is current, a two-value answer earns at most what "{b}" alone does (0)."""
+    first, second = values
+    assume(normalize(first) != normalize(second))
+    answer = template.format(a=first, b=second)
+    total = score_answer(answer, [first], [second]).reward + score_answer(answer, [second], [first]).reward
+    committed = (
+        score_answer(second, [first], [second]).reward + score_answer(second, [second], [first]).reward
+    )
+    assert committed == 0.0
+    assert total <= committed, answer
