@@ -23,7 +23,7 @@ import verifiers as vf
 
 from supersede_lib.episode import Episode
 from supersede_lib.rollout import Rollout, make_rollout, notes_budget_for
-from supersede_lib.scoring import score_answer
+from supersede_lib.scoring import score_episode_answer
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -173,13 +173,7 @@ def _score(state: vf.State) -> dict[str, Any]:
     if rollout is None or rollout.answer is None:
         result = {"verdict": "no_answer", "answered_current": False, "asserted_stale": False, "reason": ""}
     else:
-        episode = rollout.episode
-        score = score_answer(
-            rollout.answer,
-            episode.gold_answers,
-            episode.superseded_values,
-            is_abstention=episode.is_abstention,
-        )
+        score = score_episode_answer(rollout.episode, rollout.answer)
         result = {
             "verdict": score.verdict,
             "answered_current": bool(score.answered_current),

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
+from supersede_lib.episode import Episode
+
 Verdict = Literal["correct", "stale", "ambiguous", "wrong"]
 
 MAX_ANSWER_CHARS = 400
@@ -801,3 +803,15 @@ def score_answer(
 
 def _words(value: str) -> tuple[str, ...]:
     return _analyse(value).words
+
+
+def score_episode_answer(episode: Episode, answer: str, *, stale_penalty_weight: float = 1.0) -> Score:
+    """Score an answer against an Episode: the one rubric evaluation, environment and training share."""
+    return score_answer(
+        answer,
+        episode.gold_answers,
+        episode.superseded_values,
+        is_abstention=episode.is_abstention,
+        stale_penalty_weight=stale_penalty_weight,
+        asks_previous_value=episode.asks_previous_value,
+    )

@@ -498,3 +498,20 @@ def test_mentioning_both_values_never_beats_committing_to_one(template, values) 
     )
     assert committed == 0.0
     assert total <= committed, answer
+
+
+def test_score_episode_answer_uses_the_episode_fields() -> None:
+    from supersede_lib.episode import Episode
+    from supersede_lib.scoring import score_episode_answer
+
+    episode = Episode(
+        episode_id="e",
+        sessions=(),
+        question="Where do I live now?",
+        question_date="2023/06/01 (Thu) 10:00",
+        gold_answers=("the suburbs",),
+        superseded_values=("Detroit",),
+    )
+    assert score_episode_answer(episode, "The suburbs.").verdict == "correct"
+    stale = score_episode_answer(episode, "Detroit", stale_penalty_weight=0.5)
+    assert stale.verdict == "stale" and stale.reward == -0.5

@@ -1,0 +1,151 @@
+"""Notebooks: committed clean, one `parameters` cell, in sync with their generator; and they run.
+
+The slow test executes notebooks 01-05 under the `smoke` profile with papermill (through
+`supersede_lib.reproduce`, as `make reproduce` does) into a temporary output root, then reads
+back what they wrote.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from supersede_lib import profiles, reproduce
+
+NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
+STUDY_NOTEBOOKS = (
+    "01_data",
+    "02_isolation",
+    "03_frontier",
+    "04_scale",
+    "05_environment_validation",
+)
+
+
+def _all_notebooks() -> list[Path]:
+    return sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+
+
+def test_study_notebooks_exist() -> None:
+    names = {path.stem for path in _all_notebooks()}
+    assert set(STUDY_NOTEBOOKS) <= names
+
+
+@pytest.mark.parametrize("path", _all_notebooks(), ids=lambda path: path.name)
+def test_notebook_is_committed_clean_with_one_parameters_cell(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    for index, cell in enumerate(code_cells):
+        assert cell.get("outputs") == [], f"{path.name}: code cell {index} has outputs"
+        assert cell.get("execution_count") is None, f"{path.name}: code cell {index} has an execution count"
+    tagged = [cell for cell in notebook.cells if "parameters" in cell.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged 'parameters'"
+    assert tagged[0].cell_type == "code" and "profile = " in tagged[0].source
+
+
+@pytest.mark.parametrize("name", STUDY_NOTEBOOKS)
+def test_study_notebooks_match_their_generator(name: str) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "make_study_notebooks", NOTEBOOK_DIR / "make_study_notebooks.py"
+    )
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    built = generator.NOTEBOOKS[f"{name}.ipynb"]()
+    committed = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+    assert [cell.source for cell in committed.cells] == [cell.source for cell in built.cells], (
+        f"{name}.ipynb differs from notebooks/make_study_notebooks.py: re-run the generator"
+    )
+    first = committed.cells[0].source
+    assert "google.colab" in first and "KAGGLE" in first and "pip" in first
+
+
+def test_notebook_paths_filters_by_prefix_and_rejects_unknown() -> None:
+    paths = reproduce.notebook_paths(["02", "04"])
+    assert [path.stem for path in paths] == ["02_isolation", "04_scale"]
+    assert [path.name for path in reproduce.notebook_paths()] == sorted(
+        path.name for path in _all_notebooks()
+    )
+    with pytest.raises(ValueError, match="--only 99 matches no notebook"):
+        reproduce.notebook_paths(["99"])
+
+
+class _ExecutionError(Exception):
+    """Shaped like papermill's PapermillExecutionError (ename/evalue)."""
+
+    def __init__(self, ename: str, evalue: str) -> None:
+        super().__init__(evalue)
+        self.ename, self.evalue = ename, evalue
+
+
+def test_failure_message_names_the_notebook_its_copy_and_the_offline_profile(tmp_path: Path) -> None:
+    notebook, copy = Path("notebooks/01_data.ipynb"), tmp_path / "executed" / "01_data.ipynb"
+    failure = reproduce.NotebookFailed(
+        notebook, copy, _ExecutionError("DataUnavailableError", "no hub access")
+    )
+    message = str(failure)
+    assert "01_data.ipynb failed: DataUnavailableError: no hub access" in message
+    assert str(copy) in message and "PROFILE=offline" in message
+    other = str(reproduce.NotebookFailed(notebook, copy, _ExecutionError("ZeroDivisionError", "x")))
+    assert "PROFILE=offline" not in other
+
+
+def test_reproduce_stops_at_the_first_failing_notebook(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    calls = []
+
+    def fake_execute(notebook: Path, profile: str, output: Path, *, kernel_name: str) -> Path:
+        calls.append(notebook.name)
+        if notebook.name.startswith("02"):
+            raise reproduce.NotebookFailed(
+                notebook, output, _ExecutionError("DataUnavailableError", "offline")
+            )
+        return output
+
+    monkeypatch.setattr(reproduce, "execute_notebook", fake_execute)
+    assert reproduce.main(["--profile", "smoke", "--only", "01,02,03"]) == 1
+    assert calls == ["01_data.ipynb", "02_isolation.ipynb"]
+    err = capsys.readouterr().err
+    assert "STOPPED: 02_isolation.ipynb failed" in err and "PROFILE=offline" in err
+    assert str(tmp_path / "smoke" / "executed" / "02_isolation.ipynb") in err
+    assert reproduce.main(["--profile", "nope"]) == 2
+
+
+@pytest.mark.slow
+def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SUPERSEDE_OUTPUT_DIR", str(tmp_path))  # the kernels inherit it
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    lines: list[str] = []
+    run = reproduce.reproduce("smoke", [name[:2] for name in STUDY_NOTEBOOKS], log=lines.append)
+
+    assert [path.stem for path in run.executed] == list(STUDY_NOTEBOOKS)
+    assert any("[5/5] 05_environment_validation.ipynb done" in line for line in lines)
+    for path in run.executed:
+        executed = nbformat.read(path, as_version=4)
+        for cell in executed.cells:
+            for output in cell.get("outputs", []):
+                assert output.get("output_type") != "error", f"{path.name}: {output.get('ename')}"
+        tagged = [cell for cell in executed.cells if "injected-parameters" in cell.metadata.get("tags", [])]
+        assert tagged and 'profile = "smoke"' in tagged[0].source
+
+    root = tmp_path / "smoke"
+    for name in STUDY_NOTEBOOKS:
+        summary = json.loads((root / name / "summary.json").read_text())
+        assert summary["profile"] == "smoke" and summary["numbers"], name
+        for number in summary["numbers"]:
+            if "accuracy" in number["name"]:
+                assert 0.0 <= number["value"] <= 1.0, (name, number)
+    isolation = json.loads((root / "02_isolation" / "summary.json").read_text())
+    n = profiles.load_profile("smoke")["isolation"]["episodes"]["n"]
+    assert {number["n"] for number in isolation["numbers"] if "accuracy" in number["name"]} == {n}
+    environment = json.loads((root / "05_environment_validation" / "summary.json").read_text())
+    assert environment["all_terminated"] is True
+    report = (root / "REPORT.md").read_text()
+    assert run.report == root / "REPORT.md"
+    for heading in ("01 · Data", "02 · Isolation", "03 · Frontier", "04 · Scale", "05 · Environment"):
+        assert heading in report
+    assert "paper (gpt-4.1-mini, LongMemEval, n=78)" in report
