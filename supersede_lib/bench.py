@@ -1,0 +1,320 @@
+"""Speed benchmarks of the runner (`make bench`, not part of the test suite).
+
+    python -m supersede_lib.bench                  # defaults below; writes outputs/bench/bench.json
+    python -m supersede_lib.bench --full-sequential --latency 0.1
+
+1. Concurrency, against `fake_server.FakeOpenAIServer` on 127.0.0.1 with a fixed per-call latency
+   (in a child process, so its threads do not share the runner's interpreter lock):
+   78 synthetic bounded-memory questions (the size of LongMemEval knowledge-update) run
+   sequentially, at `--concurrency` (16) and with every question in flight at once, then a fully
+   cached re-run from a fresh temporary cache. The sequential time is measured on a subset and
+   extrapolated per call unless `--full-sequential` (the report says which). Each run is compared
+   with its lower bound: a question's sessions are strictly sequential, so no schedule beats
+   `latency x max(longest per-question call chain, ceil(total calls / concurrency))`.
+   Targets: >= 20x over sequential with all questions in flight, within 1.5x of the bound.
+2. Harness overhead with the embedded GGUF model (the smallest one found): wall time of
+   `run_condition` vs time spent inside model calls on one short episode. Target: <= 5%.
+   Skipped with a message when no GGUF file is present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from supersede_lib.agents import package_versions, run_condition
+from supersede_lib.episode import Episode
+
+DEFAULT_OUTPUT_DIR = Path("outputs") / "bench"
+FAKE_KEY_ENV = "SUPERSEDE_BENCH_FAKE_KEY"  # unset on purpose: local servers take a placeholder key
+SMALLEST_FIRST = (
+    "SmolLM2-135M-Instruct.Q4_1.gguf",
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+)
+SPEEDUP_TARGET = 20.0
+BOUND_RATIO_TARGET = 1.5
+OVERHEAD_TARGET = 0.05
+
+
+def calls_per_question(episode: Episode) -> int:
+    """One notes rewrite per session plus the answer: the question's strictly sequential call chain."""
+    return len(episode.sessions) + 1
+
+
+def makespan_bound_s(chains: list[int], concurrency: int, latency_s: float) -> float:
+    """No schedule with `concurrency` slots finishes sooner than this (chains run in order)."""
+    return latency_s * max(max(chains), math.ceil(sum(chains) / concurrency))
+
+
+def _serve_fake(latency_s: float, connection: Any) -> None:
+    """Child process: run the fake server (its own GIL, off the runner's core) until told to stop."""
+    from supersede_lib.fake_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(latency_s=latency_s) as server:
+        connection.send(server.base_url)
+        while connection.recv() != "stop":
+            connection.send(server.request_count)
+        connection.send(server.request_count)
+
+
+class FakeServerProcess:
+    """`FakeOpenAIServer` in a child process, so the server's threads do not compete with the runner."""
+
+    def __init__(self, latency_s: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child_end = context.Pipe()
+        self._process = context.Process(target=_serve_fake, args=(latency_s, child_end), daemon=True)
+        self.base_url = ""
+
+    def __enter__(self) -> FakeServerProcess:
+        self._process.start()
+        self.base_url = self._connection.recv()
+        return self
+
+    @property
+    def request_count(self) -> int:
+        self._connection.send("count")
+        return int(self._connection.recv())
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._process.is_alive():
+            self._connection.send("stop")
+            self._connection.recv()
+        self._process.join(timeout=10)
+
+
+def _timed_run(episodes: list[Episode], model: Any, concurrency: int) -> tuple[float, Any]:
+    started = time.perf_counter()
+    frame = run_condition(episodes, "bounded_memory", model, concurrency=concurrency, progress=False)
+    return time.perf_counter() - started, frame
+
+
+def concurrency_bench(
+    n_questions: int,
+    latency_s: float,
+    concurrency: int,
+    sequential_subset: int,
+    full_sequential: bool,
+    seed: int,
+) -> dict[str, Any]:
+    """Sequential vs concurrent vs cached wall times against the fake server."""
+    from supersede_lib.cache import CachedChatModel, ResponseCache
+    from supersede_lib.clients import OpenAIChatModel
+    from supersede_lib.synthetic import generate_episodes
+
+    episodes = generate_episodes(n_questions, seed=seed, difficulty="medium")
+    chains = [calls_per_question(episode) for episode in episodes]
+    total_calls = sum(chains)
+    runs: list[dict[str, Any]] = []
+    with FakeServerProcess(latency_s) as server, tempfile.TemporaryDirectory() as scratch:
+        model = OpenAIChatModel("fake-bench", base_url=server.base_url, api_key_env=FAKE_KEY_ENV)
+
+        subset = episodes if full_sequential else episodes[:sequential_subset]
+        subset_calls = sum(calls_per_question(episode) for episode in subset)
+        wall, _ = _timed_run(subset, model, concurrency=1)
+        per_call = wall / subset_calls
+        sequential_s = wall if full_sequential else per_call * total_calls
+        runs.append(
+            {
+                "run": "sequential",
+                "concurrency": 1,
+                "questions": len(subset),
+                "calls": subset_calls,
+                "wall_s": wall,
+                "sequential_estimate_s": sequential_s,
+                "how": "measured on all questions"
+                if full_sequential
+                else f"measured on {len(subset)} questions ({subset_calls} calls), extrapolated per call",
+                "bound_s": makespan_bound_s([calls_per_question(e) for e in subset], 1, latency_s),
+            }
+        )
+        for label, slots in ((f"concurrency {concurrency}", concurrency), ("all in flight", n_questions)):
+            wall, _ = _timed_run(episodes, model, concurrency=slots)
+            runs.append(
+                {
+                    "run": label,
+                    "concurrency": slots,
+                    "questions": n_questions,
+                    "calls": total_calls,
+                    "wall_s": wall,
+                    "bound_s": makespan_bound_s(chains, slots, latency_s),
+                }
+            )
+        cache = ResponseCache(Path(scratch) / "bench-cache.sqlite")
+        cached_model = CachedChatModel(model, cache)
+        fill_wall, first = _timed_run(episodes, cached_model, concurrency=n_questions)
+        requests_before = server.request_count
+        cached_wall, second = _timed_run(episodes, cached_model, concurrency=n_questions)
+        repeated = server.request_count - requests_before
+        runs.append(
+            {
+                "run": "cache fill (all in flight)",
+                "concurrency": n_questions,
+                "questions": n_questions,
+                "calls": total_calls,
+                "wall_s": fill_wall,
+                "bound_s": makespan_bound_s(chains, n_questions, latency_s),
+            }
+        )
+        runs.append(
+            {
+                "run": "fully cached re-run",
+                "concurrency": n_questions,
+                "questions": n_questions,
+                "calls": total_calls,
+                "wall_s": cached_wall,
+                "bound_s": 0.0,
+                "server_requests": repeated,
+                "cached_calls": int(second["cached_calls"].sum()),
+                "same_answers": bool((first["answer"] == second["answer"]).all()),
+            }
+        )
+    for run in runs:
+        run["speedup_vs_sequential"] = sequential_s / run["wall_s"] if run["wall_s"] > 0 else None
+        run["ratio_to_bound"] = run["wall_s"] / run["bound_s"] if run["bound_s"] else None
+    all_in_flight = next(run for run in runs if run["run"] == "all in flight")
+    return {
+        "latency_s": latency_s,
+        "questions": n_questions,
+        "total_calls": total_calls,
+        "longest_chain_calls": max(chains),
+        "sequential_estimate_s": sequential_s,
+        "runs": runs,
+        "targets": {
+            "speedup_all_in_flight": all_in_flight["speedup_vs_sequential"],
+            "speedup_target": SPEEDUP_TARGET,
+            "speedup_met": all_in_flight["speedup_vs_sequential"] >= SPEEDUP_TARGET,
+            "ratio_to_bound_all_in_flight": all_in_flight["ratio_to_bound"],
+            "ratio_target": BOUND_RATIO_TARGET,
+            "ratio_met": all_in_flight["ratio_to_bound"] <= BOUND_RATIO_TARGET,
+            "note": (
+                f"at concurrency {concurrency} the speedup cannot exceed {concurrency}x "
+                "(each slot runs one call at a time); the 20x target needs more slots"
+            ),
+        },
+    }
+
+
+def smallest_gguf() -> Path | None:
+    """The smallest provisioned GGUF (for the overhead measurement), or None."""
+    folders = [Path(os.environ[name]) for name in ("SUPERSEDE_MODEL_DIR",) if os.environ.get(name)]
+    folders.append(Path.home() / ".cache" / "supersede" / "models")
+    for filename in SMALLEST_FIRST:
+        for folder in folders:
+            if (folder / filename).is_file():
+                return folder / filename
+    return None
+
+
+def embedded_overhead_bench(seed: int) -> dict[str, Any]:
+    """Share of `run_condition` wall time spent outside model calls, embedded GGUF, one short episode."""
+    path = smallest_gguf()
+    if path is None:
+        return {"skipped": "no GGUF model file found (run provision-models.sh or set SUPERSEDE_MODEL_DIR)"}
+    from supersede_lib.clients import EmbeddedGGUFModel
+    from supersede_lib.synthetic import generate_episodes
+
+    model = EmbeddedGGUFModel(path, n_ctx=4096)
+    model.load()  # loading is a one-off cost, not per-call harness overhead
+    episode = min(generate_episodes(4, seed=seed, difficulty="easy"), key=lambda item: len(item.sessions))
+    started = time.perf_counter()
+    frame = run_condition([episode], "bounded_memory", model, concurrency=1, progress=False)
+    wall = time.perf_counter() - started
+    inside = float(frame["latency_s"].sum())
+    overhead = (wall - inside) / wall
+    model.close()
+    return {
+        "model_file": path.name,
+        "calls": int(frame["n_calls"].sum()),
+        "wall_s": wall,
+        "inside_model_calls_s": inside,
+        "overhead_s": wall - inside,
+        "overhead_share": overhead,
+        "overhead_target": OVERHEAD_TARGET,
+        "overhead_met": overhead <= OVERHEAD_TARGET,
+    }
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The concurrency runs (and the overhead line) as a Markdown table."""
+    bench = result["concurrency"]
+    lines = [
+        f"Fake server latency {bench['latency_s']} s/call; {bench['questions']} synthetic bounded-memory "
+        f"questions, {bench['total_calls']} calls, longest chain {bench['longest_chain_calls']} calls; "
+        f"sequential estimate {bench['sequential_estimate_s']:.1f} s.",
+        "",
+        "| run | concurrency | wall (s) | speedup vs sequential | lower bound (s) | wall / bound |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in bench["runs"]:
+        ratio = f"{run['ratio_to_bound']:.2f}" if run["ratio_to_bound"] else "-"
+        lines.append(
+            f"| {run['run']} | {run['concurrency']} | {run['wall_s']:.2f} | "
+            f"{run['speedup_vs_sequential']:.1f}x | {run['bound_s']:.2f} | {ratio} |"
+        )
+    sequential = bench["runs"][0]
+    lines += ["", f"Sequential: {sequential['how']}."]
+    cached = bench["runs"][-1]
+    lines.append(
+        f"Cached re-run: {cached['server_requests']} requests reached the server, "
+        f"{cached['cached_calls']}/{cached['calls']} calls from the cache, same answers: {cached['same_answers']}."
+    )
+    overhead = result["embedded_overhead"]
+    if "skipped" in overhead:
+        lines.append(f"Embedded overhead: skipped ({overhead['skipped']}).")
+    else:
+        lines.append(
+            f"Embedded overhead ({overhead['model_file']}, {overhead['calls']} calls): "
+            f"{overhead['overhead_share']:.1%} of {overhead['wall_s']:.2f} s outside model calls "
+            f"(target <= {OVERHEAD_TARGET:.0%})."
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=78)
+    parser.add_argument("--latency", type=float, default=0.2, help="fake server seconds per call")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--sequential-subset", type=int, default=8, help="questions timed sequentially")
+    parser.add_argument("--full-sequential", action="store_true", help="time all questions sequentially")
+    parser.add_argument("--skip-embedded", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT_DIR)
+    args = parser.parse_args(argv)
+
+    result = {
+        "concurrency": concurrency_bench(
+            args.questions,
+            args.latency,
+            args.concurrency,
+            args.sequential_subset,
+            args.full_sequential,
+            args.seed,
+        ),
+        "embedded_overhead": {"skipped": "--skip-embedded"}
+        if args.skip_embedded
+        else embedded_overhead_bench(args.seed),
+        "packages": package_versions(),
+        "cpu_count": os.cpu_count(),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    (args.output_dir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown_table(result)
+    (args.output_dir / "bench.md").write_text(table + "\n")
+    print(table)
+    print(f"\nwrote {args.output_dir / 'bench.json'}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Failure classes from hand-built trajectories: one test per class, plus the rules' edges."""
+
+import pandas as pd
+import pytest
+
+from supersede_lib.diagnostics import (
+    FAILURE_CLASSES,
+    classify_failure,
+    failure_breakdown,
+    failure_counts,
+)
+
+
+def _trajectory(holds_current, holds_stale=None, verdict="wrong", **extra):
+    record = {
+        "episode_id": "ep",
+        "model": "m",
+        "condition": "bounded_memory",
+        "notes_budget_chars": 300,
+        "holds_current": holds_current,
+        "holds_stale": holds_stale,
+        "verdict": verdict,
+        "judge_correct": None,
+    }
+    record.update(extra)
+    return record
+
+
+def test_correct_answer_is_correct_whatever_the_notes_held() -> None:
+    assert classify_failure(_trajectory([False, False], [True, True], verdict="correct")) == "correct"
+
+
+def test_never_entered_when_current_value_never_in_notes() -> None:
+    assert classify_failure(_trajectory([False, False, False], [False, False, False])) == "never_entered"
+
+
+def test_squeezed_out_when_value_entered_then_vanished() -> None:
+    assert classify_failure(_trajectory([False, True, False], [False, False, False])) == "squeezed_out"
+
+
+def test_kept_stale_when_final_notes_hold_old_value_only() -> None:
+    assert classify_failure(_trajectory([False, False], [True, True])) == "kept_stale"
+
+
+def test_kept_stale_takes_precedence_over_squeezed_out() -> None:
+    # the new value was written once, then the notes fell back to the old one
+    assert classify_failure(_trajectory([False, True, False], [True, False, True])) == "kept_stale"
+
+
+def test_held_but_missed_when_final_notes_hold_current_value() -> None:
+    assert classify_failure(_trajectory([False, True, True], [True, True, True])) == "held_but_missed"
+
+
+def test_missing_stale_information_treated_as_no_stale_value() -> None:
+    assert classify_failure(_trajectory([False, False], None)) == "never_entered"
+
+
+def test_judge_verdict_used_when_asked() -> None:
+    trajectory = _trajectory([True], [False], verdict="wrong", judge_correct=True)
+    assert classify_failure(trajectory) == "held_but_missed"
+    assert classify_failure(trajectory, use_judge=True) == "correct"
+
+
+def test_judge_verdict_missing_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="'ep'.*judge_correct"):
+        classify_failure(_trajectory([True], [False]), use_judge=True)
+
+
+def test_full_context_and_abstention_cannot_be_classified() -> None:
+    with pytest.raises(ValueError, match="holds_current"):
+        classify_failure(_trajectory([], None, condition="full_context"))
+    with pytest.raises(ValueError, match="holds_current"):
+        classify_failure(_trajectory(None, [False]))
+
+
+def test_mismatched_flag_lengths_name_the_record_and_field() -> None:
+    with pytest.raises(ValueError, match="'ep'.*holds_stale"):
+        classify_failure(_trajectory([False, False], [True]))
+
+
+def test_missing_verdict_names_the_field() -> None:
+    trajectory = _trajectory([False])
+    del trajectory["verdict"]
+    with pytest.raises(ValueError, match="'verdict'"):
+        classify_failure(trajectory)
+
+
+def test_breakdown_rows_skips_and_counts() -> None:
+    trajectories = [
+        _trajectory([False, True], [False, False], verdict="correct", episode_id="a"),
+        _trajectory([False, True, False], [False, False, False], episode_id="b"),
+        _trajectory([False, False], [True, True], episode_id="c"),
+        _trajectory(None, None, episode_id="abstention"),
+        _trajectory([], None, condition="full_context", episode_id="full"),
+    ]
+    breakdown = failure_breakdown(trajectories)
+    assert list(breakdown["episode_id"]) == ["a", "b", "c"]
+    assert list(breakdown["failure"]) == ["correct", "squeezed_out", "kept_stale"]
+    assert breakdown.attrs["skipped"] == 2
+    row_b = breakdown.set_index("episode_id").loc["b"]
+    assert row_b["entered_after"] == 1 and row_b["last_held_after"] == 1
+    assert pd.isna(breakdown.set_index("episode_id").loc["c", "entered_after"])
+
+    counts = failure_counts(breakdown)
+    assert list(counts.columns) == ["model", *FAILURE_CLASSES, "total"]
+    only = counts.iloc[0]
+    assert (only["correct"], only["squeezed_out"], only["kept_stale"], only["never_entered"]) == (1, 1, 1, 0)
+    assert only["total"] == 3
