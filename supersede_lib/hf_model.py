@@ -1,0 +1,281 @@
+"""A local transformers model (optionally + a PEFT LoRA adapter) behind the `ChatModel` protocol.
+
+Transfer evaluation compares a base model with the same model plus a trained adapter, so this
+module also answers "do these two differ only by the adapter?": `base_fingerprint()` hashes the
+base weights (LoRA tensors excluded, PEFT's renaming undone) and `adapter_fingerprint` hashes the
+adapter file. GGUF files are dequantised once by transformers and cached as a plain
+`save_pretrained` directory, so later loads (and LoRA training on top) are ordinary and fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from supersede_lib.chat import ChatResult, Message
+
+GGUF_CACHE_ENV = "SUPERSEDE_HF_CACHE"
+DEFAULT_GGUF_CACHE = Path.home() / ".cache" / "supersede" / "hf"
+ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+CHATML_END = "<|im_end|>"
+
+
+def split_gguf_path(
+    model_name_or_path: str | os.PathLike, gguf_file: str | None = None
+) -> tuple[str, str | None]:
+    """`dir/x.gguf` -> (`dir`, `x.gguf`); anything else is passed through unchanged."""
+    text = os.path.expanduser(str(model_name_or_path))
+    if gguf_file is None and text.endswith(".gguf"):
+        path = Path(text)
+        return str(path.parent), path.name
+    return text, gguf_file
+
+
+def materialize_gguf(
+    model_dir: str | os.PathLike, gguf_file: str, cache_dir: str | os.PathLike | None = None
+) -> Path:
+    """Dequantise a GGUF file with transformers once and cache it as a `save_pretrained` directory.
+
+    Loading a GGUF through transformers converts the tokenizer and every tensor (minutes for a
+    0.5B model on 2 cores); the cached copy loads in seconds and is a normal base model that a
+    LoRA adapter can name. The copy is written to a temporary folder and renamed, so an
+    interrupted conversion never leaves a half-written cache entry.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = Path(os.path.expanduser(str(model_dir))) / gguf_file
+    if not source.is_file():
+        raise FileNotFoundError(f"GGUF file not found: {source}")
+    root = Path(cache_dir or os.environ.get(GGUF_CACHE_ENV) or DEFAULT_GGUF_CACHE)
+    target = root / Path(gguf_file).stem
+    if (target / "config.json").exists():
+        return target
+    tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=gguf_file, dtype=torch.float32)
+    # The weights are already dequantised; drop the GGUF "quantizer" so save_pretrained writes them.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    prepare_chat_tokenizer(tokenizer, model)
+    staging = root / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def prepare_chat_tokenizer(tokenizer: Any, model: Any | None = None) -> Any:
+    """Normalise a chat tokenizer for batched generation and GRPO.
+
+    Left padding, a pad token, and for ChatML templates `<|im_end|>` as EOS (GGUF metadata
+    sometimes names `<|im_start|>` or `<|endoftext|>` instead, which would let a reply run on).
+    """
+    template = tokenizer.chat_template or ""
+    if CHATML_END in template and CHATML_END in tokenizer.get_vocab():
+        tokenizer.eos_token = CHATML_END
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = (
+            "<|endoftext|>" if "<|endoftext|>" in tokenizer.get_vocab() else tokenizer.eos_token
+        )
+    tokenizer.padding_side = "left"
+    if model is not None:
+        eos_ids = model.generation_config.eos_token_id
+        eos_ids = [] if eos_ids is None else [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
+        if tokenizer.eos_token_id not in eos_ids:
+            eos_ids.append(tokenizer.eos_token_id)
+        model.generation_config.eos_token_id = eos_ids if len(eos_ids) > 1 else eos_ids[0]
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return tokenizer
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_model_and_tokenizer(
+    model_name_or_path: str | os.PathLike,
+    gguf_file: str | None = None,
+    device: str | None = None,
+    dtype: Any = None,
+) -> tuple[Any, Any]:
+    """Load a causal LM + chat tokenizer by hub id, local directory or GGUF file (no adapter)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source, gguf_file = split_gguf_path(model_name_or_path, gguf_file)
+    if gguf_file is not None:
+        source = str(materialize_gguf(source, gguf_file))
+    device = device or default_device()
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device)
+    prepare_chat_tokenizer(tokenizer, model)
+    return model, tokenizer
+
+
+def _base_parameter_name(name: str) -> str:
+    """The name a base weight has without PEFT's wrapping (so base and adapted models compare)."""
+    name = re.sub(r"^base_model\.model\.", "", name)
+    return name.replace(".base_layer.", ".")
+
+
+def weights_fingerprint(model: Any) -> str:
+    """SHA-256 over the base weights (names + bytes), ignoring any LoRA tensors."""
+    import torch
+
+    digest = hashlib.sha256()
+    state = model.state_dict()
+    named = sorted(
+        (_base_parameter_name(name), tensor) for name, tensor in state.items() if "lora_" not in name
+    )
+    for name, tensor in named:
+        digest.update(name.encode())
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(str(tensor.dtype).encode())
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(flat.view(dtype=torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def adapter_file_fingerprint(adapter_path: str | os.PathLike) -> str:
+    """SHA-256 of an adapter directory's weight file."""
+    folder = Path(adapter_path)
+    for filename in ADAPTER_WEIGHT_FILES:
+        candidate = folder / filename
+        if candidate.is_file():
+            return hashlib.sha256(candidate.read_bytes()).hexdigest()
+    raise FileNotFoundError(f"no adapter weights ({' or '.join(ADAPTER_WEIGHT_FILES)}) in {folder}")
+
+
+class HFChatModel:
+    """A transformers chat model (+ optional LoRA adapter) implementing `ChatModel`.
+
+    Generation runs in a worker thread under a lock (one generate at a time per model), greedy at
+    temperature 0, with the tokenizer's chat template. `chat()` is a synchronous convenience for
+    notebooks.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        adapter_path: str | None = None,
+        gguf_file: str | None = None,
+        device: str | None = None,
+        dtype: Any = None,
+        max_new_tokens_default: int = 256,
+        name: str | None = None,
+    ) -> None:
+        self.model_name_or_path = str(model_name_or_path)
+        self.adapter_path = str(adapter_path) if adapter_path is not None else None
+        self.device = device or default_device()
+        self.max_new_tokens_default = max_new_tokens_default
+        model, tokenizer = load_model_and_tokenizer(model_name_or_path, gguf_file, self.device, dtype)
+        if self.adapter_path is not None:
+            from peft import PeftModel
+
+            if not Path(self.adapter_path).is_dir():
+                raise FileNotFoundError(f"adapter_path is not a directory: {self.adapter_path}")
+            model = PeftModel.from_pretrained(model, self.adapter_path).to(self.device)
+        model.eval()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.adapter_fingerprint: str | None = (
+            adapter_file_fingerprint(self.adapter_path) if self.adapter_path is not None else None
+        )
+        base_label = Path(split_gguf_path(model_name_or_path, gguf_file)[1] or self.model_name_or_path).name
+        self.name = name or (
+            f"{base_label}+{Path(self.adapter_path).name}" if self.adapter_path else base_label
+        )
+        self._lock = threading.Lock()
+        self._base_fingerprint: str | None = None
+
+    def base_fingerprint(self) -> str:
+        """Hash of the base weights (computed once; LoRA tensors excluded)."""
+        if self._base_fingerprint is None:
+            self._base_fingerprint = weights_fingerprint(self.model)
+        return self._base_fingerprint
+
+    def differs_only_by_adapter(self, other: HFChatModel) -> bool:
+        """True when both share identical base weights and their adapters differ (one may be absent)."""
+        return (
+            self.base_fingerprint() == other.base_fingerprint()
+            and self.adapter_fingerprint != other.adapter_fingerprint
+        )
+
+    def _generate(
+        self, messages: list[Message], max_tokens: int, temperature: float, seed: int
+    ) -> ChatResult:
+        import torch
+        from transformers import GenerationConfig, set_seed
+
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_dict=True, return_tensors="pt"
+        )
+        encoded = {key: value.to(self.model.device) for key, value in encoded.items()}
+        prompt_tokens = int(encoded["input_ids"].shape[1])
+        base_config = self.model.generation_config
+        config = GenerationConfig(
+            max_new_tokens=max_tokens,
+            eos_token_id=base_config.eos_token_id,
+            pad_token_id=base_config.pad_token_id,
+            do_sample=temperature > 0,
+            temperature=temperature if temperature > 0 else None,
+            top_p=None,
+            top_k=None,
+        )
+        with self._lock:
+            started = time.perf_counter()
+            if temperature > 0:
+                set_seed(seed)
+            with torch.no_grad():
+                output = self.model.generate(**encoded, generation_config=config)
+            latency = time.perf_counter() - started
+        new_tokens = output[0, prompt_tokens:]
+        text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        return ChatResult(
+            text=text.strip(),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int(new_tokens.shape[0]),  # one sequence: no padding, EOS included
+            latency_s=latency,
+            cached=False,
+            model=self.name,
+        )
+
+    async def achat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> ChatResult:
+        return await asyncio.to_thread(
+            self._generate, messages, max_tokens or self.max_new_tokens_default, temperature, seed
+        )
+
+    def chat(self, messages: list[Message], **kwargs: Any) -> ChatResult:
+        """Synchronous `achat` (for scripts; in a running event loop use `await achat`)."""
+        return self._generate(
+            messages,
+            kwargs.get("max_tokens") or self.max_new_tokens_default,
+            kwargs.get("temperature", 0.0),
+            kwargs.get("seed", 0),
+        )
+
+    def __repr__(self) -> str:
+        return f"HFChatModel(name={self.name!r}, device={self.device!r}, adapter={self.adapter_path!r})"

@@ -1,0 +1,145 @@
+"""HFChatModel: a local transformers model (+ LoRA adapter) behind the ChatModel protocol."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from supersede_lib.chat import ChatModel  # noqa: E402
+from supersede_lib.hf_model import (  # noqa: E402
+    HFChatModel,
+    adapter_file_fingerprint,
+    materialize_gguf,
+    split_gguf_path,
+)
+from supersede_lib.tiny_model import build_tiny_model  # noqa: E402
+
+MESSAGES = [
+    {"role": "system", "content": "Answer briefly."},
+    {"role": "user", "content": "My notes:\n- lives in Lisbon\n\nQuestion: Where do I live now?"},
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matmuls: 2 threads on busy shared cores are far slower
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("hf") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def adapter_path(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(1)
+    base = AutoModelForCausalLM.from_pretrained(tiny_path)
+    # init_lora_weights=False: random A and B, so the adapter really changes the outputs.
+    peft_model = get_peft_model(
+        base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    folder = tmp_path_factory.mktemp("hf") / "adapter"
+    peft_model.save_pretrained(folder)
+    return folder
+
+
+def test_tiny_model_is_a_chatml_qwen2_with_left_padding(tiny_path: Path) -> None:
+    from transformers import AutoConfig, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_path)
+    assert AutoConfig.from_pretrained(tiny_path).model_type == "qwen2"
+    assert (tokenizer.eos_token, tokenizer.pad_token, tokenizer.padding_side) == (
+        "<|im_end|>",
+        "<|endoftext|>",
+        "left",
+    )
+    assert 512 <= len(tokenizer) <= 1000
+    rendered = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
+    assert rendered.startswith("<|im_start|>system\nAnswer briefly.<|im_end|>")
+    assert rendered.endswith("<|im_start|>assistant\n")
+    assert build_tiny_model(tiny_path) == tiny_path  # idempotent
+
+
+def test_hf_chat_model_answers_greedily_through_the_chat_template(tiny_path: Path) -> None:
+    model = HFChatModel(str(tiny_path), device="cpu", max_new_tokens_default=8)
+    assert isinstance(model, ChatModel)
+    first = asyncio.run(model.achat(MESSAGES))
+    prompt = model.tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, return_dict=True)[
+        "input_ids"
+    ]
+    assert first.prompt_tokens == len(prompt)
+    assert 0 < first.completion_tokens <= 8
+    assert first.model == model.name == "tiny" and not first.cached and first.latency_s > 0
+
+    async def three_at_once():
+        return await asyncio.gather(*(model.achat(MESSAGES) for _ in range(3)))
+
+    assert {result.text for result in asyncio.run(three_at_once())} == {first.text}  # temperature 0 is greedy
+    assert model.chat(MESSAGES, max_tokens=3).completion_tokens <= 3
+
+
+def test_base_and_trained_model_differ_only_by_the_adapter(
+    tiny_path: Path, adapter_path: Path, tmp_path: Path
+) -> None:
+    base = HFChatModel(str(tiny_path), device="cpu")
+    adapted = HFChatModel(str(tiny_path), adapter_path=str(adapter_path), device="cpu")
+    assert base.adapter_fingerprint is None
+    assert adapted.adapter_fingerprint == adapter_file_fingerprint(adapter_path)
+    assert adapted.name == "tiny+adapter"
+    assert base.base_fingerprint() == adapted.base_fingerprint()
+    assert base.differs_only_by_adapter(adapted) and adapted.differs_only_by_adapter(base)
+    assert not base.differs_only_by_adapter(
+        HFChatModel(str(tiny_path), device="cpu")
+    )  # no adapter either side
+
+    encoded = base.tokenizer.apply_chat_template(
+        MESSAGES, add_generation_prompt=True, return_dict=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        base_logits = base.model(**encoded).logits
+        adapted_logits = adapted.model(**encoded).logits
+    assert not torch.allclose(base_logits, adapted_logits)  # the adapter is really applied
+
+    other_base = HFChatModel(str(build_tiny_model(tmp_path / "other", seed=7)), device="cpu")
+    assert other_base.base_fingerprint() != base.base_fingerprint()
+    assert not other_base.differs_only_by_adapter(adapted)
+
+
+def test_bad_paths_raise_clear_errors(tiny_path: Path, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="adapter_path"):
+        HFChatModel(str(tiny_path), adapter_path=str(tmp_path / "nope"), device="cpu")
+    with pytest.raises(FileNotFoundError, match="missing.gguf"):
+        materialize_gguf(tmp_path, "missing.gguf", cache_dir=tmp_path / "cache")
+    with pytest.raises(FileNotFoundError, match="adapter weights"):
+        adapter_file_fingerprint(tmp_path)
+
+
+def test_split_gguf_path() -> None:
+    assert split_gguf_path("/models/x.Q4.gguf") == ("/models", "x.Q4.gguf")
+    assert split_gguf_path("Qwen/Qwen2.5-3B-Instruct") == ("Qwen/Qwen2.5-3B-Instruct", None)
+    assert split_gguf_path("/models", "y.gguf") == ("/models", "y.gguf")
+
+
+@pytest.mark.slow
+@pytest.mark.realmodel
+def test_a_gguf_file_loads_and_answers(tmp_path: Path) -> None:
+    from supersede_lib.training import model_dir
+
+    path = model_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        pytest.skip(f"{path} not provisioned")
+    model = HFChatModel(str(path), device="cpu", max_new_tokens_default=16)
+    assert model.tokenizer.eos_token == "<|im_end|>" and model.tokenizer.padding_side == "left"
+    result = model.chat([{"role": "user", "content": "Notes: lives in Austin. Where does the user live?"}])
+    assert result.text and result.completion_tokens <= 16

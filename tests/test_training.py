@@ -1,0 +1,405 @@
+"""GRPO training on the rollout core: per-turn samples, shared advantages, stop, resume, curriculum.
+
+Every run here uses the tiny random Qwen2 model (built offline in about a second) and 2-session
+procedural episodes, so a GRPO step takes a few seconds on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from transformers import TrainerCallback  # noqa: E402
+
+from supersede_lib import synthetic  # noqa: E402
+from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
+from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
+from supersede_lib.tiny_model import build_tiny_model  # noqa: E402
+from supersede_lib.training import (  # noqa: E402
+    Curriculum,
+    TrainingConfig,
+    TrajectoryRecord,
+    TurnTokens,
+    ZeroAdvantageStop,
+    build_trainer,
+    expand_to_turn_samples,
+    group_advantages,
+    list_checkpoints,
+    load_metrics,
+    plot_training_curve,
+    resolve_base_model,
+    train,
+)
+
+# ----------------------------------------------------------------------------- pure pieces
+
+
+def test_group_advantages_are_relative_to_the_episode_group() -> None:
+    rewards = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    advantages, zero_spread = group_advantages(rewards, group_size=4)
+    assert zero_spread == [False, True]
+    assert advantages[0] > 0 > advantages[1]
+    assert advantages[1] == pytest.approx(advantages[2]) == pytest.approx(advantages[3])
+    assert sum(advantages[:4]) == pytest.approx(0.0, abs=1e-5)
+    assert advantages[4:] == [0.0, 0.0, 0.0, 0.0]  # a saturated group carries no gradient
+    with pytest.raises(ValueError, match="groups of 3"):
+        group_advantages(rewards, group_size=3)
+
+
+def test_every_turn_of_a_trajectory_carries_its_advantage() -> None:
+    episode = _hand_episode(2)
+    trajectories = [
+        TrajectoryRecord(
+            0, episode, BoundedMemoryRollout(episode, 100), [TurnTokens([1], [2])] * 3, 1.0, 0.7
+        ),
+        TrajectoryRecord(
+            0, episode, BoundedMemoryRollout(episode, 100), [TurnTokens([3], [4])] * 3, 0.0, -0.7
+        ),
+    ]
+    samples = expand_to_turn_samples(trajectories)
+    assert [(sample.trajectory_index, sample.turn_index) for sample in samples] == [
+        (0, 0),
+        (0, 1),
+        (0, 2),
+        (1, 0),
+        (1, 1),
+        (1, 2),
+    ]
+    assert [sample.advantage for sample in samples] == [0.7] * 3 + [-0.7] * 3
+
+
+def test_adaptive_curriculum_moves_up_when_groups_saturate() -> None:
+    curriculum = Curriculum(
+        "easy", adaptive=True, saturation_threshold=0.75, saturated_group_fraction=0.5, patience=2
+    )
+    mixed = [[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]]  # no group saturated
+    solved = [[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]]  # both groups >= 75% successes
+    assert curriculum.observe(mixed, step=1) == "easy"
+    assert curriculum.observe(solved, step=2) == "easy"  # patience 2: one saturated batch is not enough
+    assert curriculum.observe(mixed, step=3) == "easy"  # the streak resets
+    assert curriculum.observe(solved, step=4) == "easy"
+    assert curriculum.observe(solved, step=5) == "medium"
+    assert curriculum.history == [{"step": 5, "from": "easy", "to": "medium"}]
+    for step in range(6, 20):
+        curriculum.observe(solved, step=step)
+    assert curriculum.difficulty == synthetic.DIFFICULTY_LADDER[-1]  # the top rung stays put
+    restored = Curriculum("easy", adaptive=True)
+    restored.load_state_dict(json.loads(json.dumps(curriculum.state_dict())))
+    assert restored.difficulty == curriculum.difficulty and restored.history == curriculum.history
+
+
+def test_fixed_curriculum_never_moves() -> None:
+    curriculum = Curriculum("easy", adaptive=False, patience=1)
+    for step in range(5):
+        assert curriculum.observe([[1.0] * 8] * 4, step=step) == "easy"
+    assert curriculum.history == []
+
+
+def test_zero_advantage_stop_needs_consecutive_batches() -> None:
+    stop = ZeroAdvantageStop(patience=3)
+    for zero in (True, True, False, True, True):
+        stop.record_batch(zero)
+    assert not stop.should_stop
+    stop.record_batch(True)
+    assert stop.should_stop
+
+
+def test_config_errors_name_the_field() -> None:
+    with pytest.raises(ValueError, match="curriculum"):
+        TrainingConfig.preset("smoke", curriculum="sometimes")
+    with pytest.raises(ValueError, match="gradient_accumulation_steps"):
+        TrainingConfig.preset("smoke", episodes_per_step=3, num_generations=2, gradient_accumulation_steps=4)
+    with pytest.raises(ValueError, match="preset"):
+        TrainingConfig.preset("huge")
+    paper = TrainingConfig.preset("paper")
+    assert (paper.lora_r, paper.lora_alpha, paper.learning_rate) == (32, 64, 1e-5)
+    assert (paper.trajectories_per_step, paper.num_generations) == (32, 8)
+
+
+# ----------------------------------------------------------------------------- runs on the tiny model
+
+
+def _hand_episode(n_sessions: int, index: int = 0) -> Episode:
+    sessions = tuple(
+        Session(
+            session_id=f"s{k}",
+            date=f"2023/05/0{k + 1} (Mon) 10:00",
+            turns=(Turn("user", f"SESSION-{k} I live in city{k} now"), Turn("assistant", "Noted.")),
+        )
+        for k in range(n_sessions)
+    )
+    return Episode(
+        episode_id=f"hand-{index}",
+        sessions=sessions,
+        question="Where do I live now?",
+        question_date="2023/06/01 (Thu) 10:00",
+        gold_answers=(f"city{n_sessions - 1}",),
+        superseded_values=tuple(f"city{k}" for k in range(n_sessions - 1)),
+    )
+
+
+def _varied_scorer(episode: Episode, rollout: BoundedMemoryRollout) -> float:
+    """Deterministic but reply-dependent, so groups have reward spread (the rubric needs a real model)."""
+    return (sum(map(ord, rollout.answer or "")) % 7) / 7.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _restore_torch_threads():
+    """The smoke preset pins torch to 1 thread (fast on busy cores); give other tests theirs back."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
+
+
+def _config(tiny_model_path: Path, output_dir: Path, **changes: object) -> TrainingConfig:
+    settings: dict[str, object] = dict(
+        model_name_or_path=str(tiny_model_path),
+        output_dir=str(output_dir),
+        max_steps=2,
+        save_steps=1,
+        max_completion_length=6,
+        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
+        disable_tqdm=True,
+    )
+    settings.update(changes)
+    return TrainingConfig.preset("smoke", **settings)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    config = _config(tiny_model_path, tmp_path_factory.mktemp("smoke"))
+    return config, train(config, seed=0, scorer=_varied_scorer)
+
+
+def test_a_short_run_writes_metrics_checkpoints_and_a_curve(smoke_run) -> None:
+    config, result = smoke_run
+    assert result.final_step == 2 and result.stop_reason == "max_steps"
+    assert [step for step, _ in result.checkpoints] == [1, 2]
+    for _, folder in result.checkpoints:
+        assert (folder / "adapter_model.safetensors").exists()
+        assert (folder / "supersede_state.json").exists()
+    metrics = load_metrics(result.metrics_path)
+    assert metrics["step"].tolist() == [1, 2]
+    for column in ("reward", "zero_advantage_fraction", "kl", "completions/mean_length", "difficulty"):
+        assert column in metrics.columns and metrics[column].notna().all(), column
+    rollouts = [json.loads(line) for line in (result.output_dir / "rollouts.jsonl").read_text().splitlines()]
+    assert len(rollouts) == 2 * config.trajectories_per_step
+    assert {row["turns"] for row in rollouts} == {3}  # two notes rewrites + the answer
+    figure = plot_training_curve(result.metrics_path)
+    assert list(figure.axes[0].lines[0].get_xdata()) == [1, 2]
+    summary = json.loads((result.output_dir / "run_summary.json").read_text())
+    assert summary["final_step"] == 2
+    assert train(config, seed=0, scorer=_varied_scorer).final_step == 2  # a finished run is not retrained
+
+
+def test_saved_adapters_load_for_transfer_evaluation(smoke_run, tiny_model_path: Path) -> None:
+    from supersede_lib.hf_model import HFChatModel
+
+    config, result = smoke_run
+    step, adapter = result.checkpoints[-1]
+    assert resolve_base_model(config) == str(tiny_model_path)
+    assert resolve_base_model(TrainingConfig.preset("offline")).endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    base = HFChatModel(resolve_base_model(config), device="cpu", max_new_tokens_default=4)
+    trained = HFChatModel(
+        str(tiny_model_path), adapter_path=str(adapter), device="cpu", max_new_tokens_default=4
+    )
+    assert trained.name == f"tiny+checkpoint-{step}"
+    assert base.differs_only_by_adapter(trained)
+    assert trained.chat([{"role": "user", "content": "Where do I live now?"}]).completion_tokens <= 4
+
+
+def test_list_checkpoints_orders_by_step_and_skips_other_folders(tmp_path: Path) -> None:
+    for name in ("checkpoint-100", "checkpoint-50", "checkpoint-x", "runs"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "adapter_config.json").write_text("{}")
+    (tmp_path / "checkpoint-150").mkdir()  # no adapter inside: not a usable checkpoint
+    assert [step for step, _ in list_checkpoints(tmp_path)] == [50, 100]
+    assert list_checkpoints(tmp_path / "missing") == []
+
+
+class _Interrupt(Exception):
+    pass
+
+
+class _InterruptAtStep(TrainerCallback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise _Interrupt(f"simulated crash at step {self.step}")
+        return control
+
+
+def test_an_interrupted_run_resumes_from_its_last_checkpoint(tiny_model_path: Path, tmp_path: Path) -> None:
+    config = _config(tiny_model_path, tmp_path, max_steps=3)
+    with pytest.raises(_Interrupt):
+        train(config, seed=1, scorer=_varied_scorer, callbacks=[_InterruptAtStep(2)])
+    assert [step for step, _ in list_checkpoints(tmp_path / "seed-1")] == [1]
+
+    result = train(config, seed=1, scorer=_varied_scorer)
+    assert result.final_step == 3
+    assert [step for step, _ in result.checkpoints] == [1, 2, 3]
+    state = json.loads((result.output_dir / "checkpoint-3" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+    assert load_metrics(result.metrics_path)["step"].tolist() == [1, 2, 3]  # the crashed step logged once
+    rollout_steps = [
+        json.loads(line)["step"] for line in (result.output_dir / "rollouts.jsonl").read_text().splitlines()
+    ]
+    assert rollout_steps == sorted(rollout_steps)
+    assert {step: rollout_steps.count(step) for step in set(rollout_steps)} == {
+        1: config.trajectories_per_step,
+        2: config.trajectories_per_step,
+        3: config.trajectories_per_step,
+    }
+
+
+def test_training_stops_after_consecutive_zero_advantage_batches(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    config = _config(tiny_model_path, tmp_path, max_steps=8, save_steps=50, zero_advantage_patience=2)
+    result = train(config, seed=0, scorer=lambda episode, rollout: 1.0)
+    assert result.stop_reason == "zero_advantage"
+    assert result.final_step == 2
+    assert [step for step, _ in result.checkpoints] == [2]  # the stop saves the final adapter
+    metrics = load_metrics(result.metrics_path)
+    assert metrics["zero_advantage_fraction"].tolist() == [1.0, 1.0]
+
+
+def test_the_loss_sees_exactly_the_rollout_core_prompts(tiny_model_path: Path, tmp_path: Path) -> None:
+    pool = [_hand_episode(3, index) for index in range(2)]
+    config = _config(
+        tiny_model_path, tmp_path, max_steps=1, episode_overrides={}, skip_zero_advantage_rows=False
+    )
+    trainer = build_trainer(config, seed=0, episodes=pool, scorer=_varied_scorer)
+    captured: list[dict] = []
+    generate_and_score = trainer._generate_and_score_completions
+
+    def capture(inputs):
+        output = generate_and_score(inputs)
+        captured.append(output)
+        return output
+
+    trainer._generate_and_score_completions = capture
+    trainer.train()
+    batch, trajectories, tokenizer = captured[0], trainer.last_trajectories, trainer.processing_class
+    assert len(trajectories) == config.trajectories_per_step
+    rows = batch["trajectory_index"].tolist()
+    assert len(rows) % trainer.args.steps_per_generation == 0  # topped up with inert rows, none dropped
+    assert sum(index >= 0 for index in rows) == sum(len(t.rollout.turns) for t in trajectories) == 4 * 4
+
+    for row, (trajectory_index, turn_index) in enumerate(
+        zip(rows, batch["turn_index"].tolist(), strict=True)
+    ):
+        if trajectory_index < 0:
+            assert batch["completion_mask"][row].sum() == 0 and batch["advantages"][row] == 0
+            continue
+        trajectory = trajectories[trajectory_index]
+        turn = trajectory.rollout.turns[turn_index]
+        prompt = batch["prompt_ids"][row][batch["prompt_mask"][row].bool()].tolist()
+        expected = tokenizer.apply_chat_template(
+            turn.messages, add_generation_prompt=True, tokenize=True, return_dict=True
+        )["input_ids"]
+        assert prompt == list(expected)
+        completion = batch["completion_ids"][row][batch["completion_mask"][row].bool()].tolist()
+        assert tokenizer.decode(completion, skip_special_tokens=True) == turn.reply
+        assert batch["advantages"][row].item() == pytest.approx(trajectory.advantage)
+        text = tokenizer.decode(prompt)
+        if turn.kind == "notes":  # one session per prompt: the raw history is never re-fed
+            sessions = trajectory.episode.sessions
+            assert sessions[turn.session_index].turns[0].content in text
+            assert all(
+                other.turns[0].content not in text for k, other in enumerate(sessions) if k != turn_index
+            )
+        else:
+            assert all(session.turns[0].content not in text for session in trajectory.episode.sessions)
+
+    for trajectory in trajectories:  # the recorded prompts are what a fresh rollout core would build
+        replay = BoundedMemoryRollout(trajectory.episode, config.notes_budget_chars)
+        for turn in trajectory.rollout.turns:
+            assert replay.current_messages() == turn.messages
+            replay.step(turn.reply)
+        assert replay.answer == trajectory.rollout.answer
+    for start in range(0, len(trajectories), config.num_generations):
+        group = trajectories[start : start + config.num_generations]
+        assert len({trajectory.episode.episode_id for trajectory in group}) == 1
+
+
+def test_the_default_reward_is_the_environment_rubric() -> None:
+    scoring = pytest.importorskip("supersede_lib.scoring")
+    from supersede_lib.training import rubric_scorer
+
+    episode = _hand_episode(2)
+    rollout = BoundedMemoryRollout(episode, 100)
+    rollout.step("- lives in city0")
+    rollout.step("- lives in city1 (moved from city0)")
+    rollout.step("You live in city1.")
+    expected = scoring.score_answer(
+        "You live in city1.", episode.gold_answers, episode.superseded_values
+    ).reward
+    assert rubric_scorer()(episode, rollout) == expected == 1.0
+    stale = BoundedMemoryRollout(episode, 100)
+    for reply in ("- lives in city0", "- lives in city0", "You live in city0."):
+        stale.step(reply)
+    assert rubric_scorer()(episode, stale) < 0.5
+
+
+def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    pool = [_hand_episode(2, 0), _hand_episode(2, 1)]
+
+    def scorer(episode: Episode, rollout: BoundedMemoryRollout) -> float:  # group of hand-1 is saturated
+        return 1.0 if episode.episode_id == "hand-1" else _varied_scorer(episode, rollout)
+
+    config = _config(tiny_model_path, tmp_path, max_steps=1, episode_overrides={}, num_generations=4)
+    trainer = build_trainer(config, seed=0, episodes=pool, scorer=scorer)
+    trainer.train()
+    trajectories = trainer.last_trajectories
+    assert {t.episode.episode_id for t in trajectories if t.advantage == 0.0} >= {"hand-1"}
+    samples = expand_to_turn_samples(trajectories)
+    kept = [sample for sample in samples if sample.advantage != 0.0]
+    assert trainer._can_skip_zero_advantage and 0 < len(kept) < len(samples)
+    tokens = trainer._loss_token_count(samples)
+    full = trainer._samples_to_tensors(samples, 0, loss_tokens=tokens)
+    skipped = trainer._samples_to_tensors(kept, 0, loss_tokens=tokens)
+    assert (
+        int(full["num_items_in_batch"]) == int(skipped["num_items_in_batch"]) == full["completion_mask"].sum()
+    )
+
+    trainer.model.train()
+    gradients = []
+    for batch in (full, skipped):
+        trainer.model.zero_grad()
+        loss = trainer._compute_loss(trainer.model, batch)
+        loss.backward()
+        gradients.append(
+            (
+                loss.item(),
+                [
+                    p.grad.clone()
+                    for p in trainer.model.parameters()
+                    if p.requires_grad and p.grad is not None
+                ],
+            )
+        )
+    (loss_full, grads_full), (loss_skipped, grads_skipped) = gradients
+    assert loss_full == pytest.approx(loss_skipped, rel=1e-5, abs=1e-9)
+    assert len(grads_full) == len(grads_skipped) > 0
+    assert any(gradient.abs().sum() > 0 for gradient in grads_full)  # a real, non-zero update
+    for left, right in zip(grads_full, grads_skipped, strict=True):
+        assert torch.allclose(left, right, rtol=1e-4, atol=1e-9)
