@@ -50,6 +50,7 @@ class ContextOverflowError(ModelCallError):
 DEFAULT_GGUF_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DEFAULT_GGUF_REPO = "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF"
 MODEL_DIR_ENV = "SUPERSEDE_MODEL_DIR"
+THREADS_ENV = "SUPERSEDE_N_THREADS"  # CPU threads of the embedded model when a spec sets none
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, llama.cpp, fake_server) accept any key
 
@@ -364,6 +365,16 @@ def _mentions_context_overflow(error: Any) -> bool:
 # --------------------------------------------------------------------------- embedded GGUF
 
 
+def threads_from_env() -> int | None:
+    """`SUPERSEDE_N_THREADS` as a positive int (None when unset: llama.cpp picks)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ModelConfigError(f"{THREADS_ENV} must be a positive whole number of CPU threads, got {raw!r}")
+    return int(raw)
+
+
 class EmbeddedGGUFModel:
     """A GGUF model run in-process on CPU by `xllamacpp` (llama.cpp's server engine).
 
@@ -392,7 +403,7 @@ class EmbeddedGGUFModel:
             )
         self.name = name or self.model_path.stem
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads if n_threads is not None else threads_from_env()
         self.default_max_tokens = default_max_tokens
         self.verbose = verbose
         self.cache_namespace = "embedded"
@@ -605,7 +616,7 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
     `{"backend": "openai", "model": ..., "base_url": ..., "api_key_env": ...}`,
     `{"backend": "embedded", "model_path": ... | "model_dir": ..., "n_ctx": ...}` (no path: the
     default GGUF via `resolve_default_gguf`), or `{"backend": "hf", ...}` (keyword arguments of
-    `hf_model.HFChatModel`; "model" is passed as `model_or_path`). An empty spec gives the
+    `hf_model.HFChatModel`; "model" is passed as `model_name_or_path`). An empty spec gives the
     default embedded model. With `"cache_path"` the model is wrapped in `CachedChatModel`.
     """
     options = dict(spec or {})
@@ -633,8 +644,8 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
     else:
         from supersede_lib.hf_model import HFChatModel
 
-        if "model" in options and "model_or_path" not in options:
-            options["model_or_path"] = options.pop("model")
+        if "model" in options and "model_name_or_path" not in options:
+            options["model_name_or_path"] = options.pop("model")
         model = HFChatModel(**options)
     if cache_path:
         from supersede_lib.cache import CachedChatModel, ResponseCache

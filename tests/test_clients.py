@@ -2,6 +2,7 @@
 backend's reply parsing, model-file lookup and the spec factory. No network, no model load."""
 
 import asyncio
+import inspect
 import socket
 import sys
 import types
@@ -277,6 +278,19 @@ def test_embedded_model_checks_the_file_but_loads_lazily(tmp_path):
     assert body["max_tokens"] == 33 and body["seed"] == 5 and body["temperature"] == 0.0
 
 
+def test_embedded_threads_come_from_the_spec_then_the_environment(tmp_path, monkeypatch):
+    model_file = tmp_path / "tiny.gguf"
+    model_file.write_bytes(b"not really a model")
+    monkeypatch.delenv(clients.THREADS_ENV, raising=False)
+    assert EmbeddedGGUFModel(model_file).n_threads is None  # llama.cpp's own choice
+    monkeypatch.setenv(clients.THREADS_ENV, "1")
+    assert EmbeddedGGUFModel(model_file).n_threads == 1
+    assert EmbeddedGGUFModel(model_file, n_threads=3).n_threads == 3
+    monkeypatch.setenv(clients.THREADS_ENV, "two")
+    with pytest.raises(ModelConfigError, match="SUPERSEDE_N_THREADS.*'two'"):
+        EmbeddedGGUFModel(model_file)
+
+
 def test_embedded_model_with_a_broken_file_raises_config_error(tmp_path):
     pytest.importorskip("xllamacpp")
     model_file = tmp_path / "broken.gguf"
@@ -400,6 +414,8 @@ def test_make_model_rejects_unknown_backends_and_keys(monkeypatch):
 
 
 def test_make_hf_model_delegates_lazily(monkeypatch):
+    from supersede_lib.hf_model import HFChatModel as real_hf_chat_model
+
     received = {}
 
     class FakeHFChatModel:
@@ -412,7 +428,9 @@ def test_make_hf_model_delegates_lazily(monkeypatch):
     monkeypatch.setitem(sys.modules, "supersede_lib.hf_model", fake_module)
     model = make_chat_model({"backend": "hf", "model": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"})
     assert isinstance(model, FakeHFChatModel)
-    assert received == {"model_or_path": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"}
+    assert received == {"model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"}
+    # the keywords must fit the real class, not only this fake
+    inspect.signature(real_hf_chat_model).bind(**received)
 
 
 def test_make_model_with_cache_path_wraps_in_cache(tmp_path):
