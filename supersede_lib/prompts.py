@@ -14,16 +14,22 @@ from supersede_lib.episode import Session
 Message = dict[str, str]
 
 NOTES_SYSTEM = (
-    "You keep a short memory about the user. You cannot reread past conversations: "
-    "your notes are the only thing you will have later. After each conversation, rewrite "
-    "the notes so they hold every lasting fact about the user, replacing any value that changed "
-    "with its new value. Reply with the notes only."
+    "You keep a short memory about the user. You cannot reread past conversations: your notes are "
+    "the only thing you will have later. After each conversation, rewrite the notes. Keep facts about "
+    "the user's own life: where they live and work, people, pets, things they own or plan, and numbers, "
+    "prices, dates and counts they mention, even in passing. When a fact changes, write the new value "
+    "and drop or shorten the old one. Leave out the assistant's advice and general questions. Reply "
+    "with the notes only."
 )
 
+# One worked example, sent as an earlier chat turn (docs/prompts.md: measured better on the 1.5B
+# model than the same example inside the system message, which the model echoed into its notes).
 NOTES_EXAMPLE_USER = (
     "Current notes (at most 120 characters):\n"
     "- lives in Detroit; dog named Rex\n\n"
     "New conversation (2023/04/02):\n"
+    "user: How do I get wine stains out of a carpet?\n"
+    "assistant: Blot it, then dab with cold water and a little dish soap.\n"
     "user: We finally moved to the suburbs last week, Rex loves the yard.\n"
     "assistant: Congratulations on the move!\n\n"
     "Write the updated notes (at most 120 characters)."
