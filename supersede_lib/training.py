@@ -64,6 +64,11 @@ LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_
 METRICS_FILE = "metrics.jsonl"
 ROLLOUTS_FILE = "rollouts.jsonl"
 SUMMARY_FILE = "run_summary.json"
+CONFIG_FILE = "training_config.json"  # the config a run directory was started with
+# Fields that change how a run is displayed or stored, never what it learns: free to differ on resume.
+CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
+    {"output_dir", "disable_tqdm", "log_rollouts", "max_steps", "save_steps"}
+)
 STATE_FILE = "supersede_state.json"  # curriculum + stop counter, saved inside every checkpoint
 TRAINING_SEED_BASE = 500  # synthetic.episode_seed(500 + run seed, step * slots + slot)
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
@@ -181,23 +186,26 @@ _PRESETS: dict[str, dict[str, Any]] = {
         cpu_threads=1,
         zero_advantage_patience=10,
     ),
-    # CPU mini-replication: SmolLM2-135M-Instruct (GGUF, dequantised once), short easy episodes,
-    # sized for ~45 min on 2 CPU cores (see docs/training.md for the measured seconds per step).
+    # CPU mini-replication, sized for ~45 min on 2 CPU cores (docs/training.md has the measurements):
+    # Qwen2.5-Coder-0.5B-Instruct (GGUF, dequantised once) on short easy episodes. SmolLM2-135M was
+    # measured too: its rewards are nearly all 0, so GRPO has no advantage to learn from.
     "offline": dict(
-        model_name_or_path=str(model_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        model_name_or_path=str(model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
         output_dir="outputs/offline/training",
-        learning_rate=2e-5,
+        learning_rate=1e-4,  # 8 steps of 4 trajectories: the paper's 1e-5 would barely move the adapter
         episodes_per_step=1,
         num_generations=4,
         gradient_accumulation_steps=2,
-        max_steps=10,
+        max_steps=8,
         max_completion_length=64,
-        temperature=0.7,  # at 1.0 a 135M model samples mostly incoherent notes
+        temperature=0.7,
         kl_log_every=4,
         difficulty="easy",
         episode_overrides={"n_sessions": (2, 3)},
-        curriculum="adaptive",
-        save_steps=5,
+        curriculum="fixed",
+        saturation_threshold=0.75,  # groups of 4: "most rollouts succeed" = 3 of 4
+        curriculum_patience=1,  # with 8 steps, move up after one saturated batch
+        save_steps=4,
         cpu_threads=1,
     ),
     # The paper's run: Qwen2.5-3B-Instruct, LoRA 32/64, lr 1e-5, 32 trajectories = 4 x 8 per step.
@@ -892,6 +900,34 @@ def run_dir_for(config: TrainingConfig, seed: int) -> Path:
     return Path(config.output_dir) / f"seed-{seed}"
 
 
+def _config_record(config: TrainingConfig, seed: int) -> dict[str, Any]:
+    return json.loads(json.dumps({**dataclasses.asdict(config), "seed": seed}, default=str))
+
+
+def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
+    """Refuse to continue or reuse a run directory that was started with a different config.
+
+    A resumed or already finished run is only the same experiment when everything that shapes
+    learning matches; `max_steps` and `save_steps` may grow (to train on), and output paths may move.
+    """
+    path = run_dir / CONFIG_FILE
+    if not path.exists():
+        return
+    saved = json.loads(path.read_text())
+    current = _config_record(config, seed)
+    differing = sorted(
+        key
+        for key in saved.keys() | current.keys()
+        if key not in CONFIG_FIELDS_FREE_ON_RESUME and saved.get(key) != current.get(key)
+    )
+    if differing:
+        changes = ", ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in differing)
+        raise ValueError(
+            f"{run_dir} was started with a different training config ({changes}); "
+            "use another output_dir, or delete the run (training.remove_run) to start over"
+        )
+
+
 def build_trainer(
     config: TrainingConfig,
     seed: int = 0,
@@ -1034,6 +1070,8 @@ def train(
         raise FileExistsError(
             f"{run_dir} already holds checkpoints; pass resume=True or use a new output_dir"
         )
+    if resume:
+        check_run_config(run_dir, config, seed)
     if resume and summary_path.exists():
         finished = _result_from_summary(summary_path)
         if finished.stop_reason == "zero_advantage" or finished.final_step >= config.max_steps:
@@ -1044,6 +1082,8 @@ def train(
             _truncate_jsonl(run_dir / name, resume_from[0])
         elif (run_dir / name).exists():
             (run_dir / name).unlink()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CONFIG_FILE).write_text(json.dumps(_config_record(config, seed), indent=2) + "\n")
     trainer = build_trainer(
         config, seed, episodes=episodes, scorer=scorer, next_difficulty=next_difficulty, callbacks=callbacks
     )

@@ -204,13 +204,25 @@ def test_a_short_run_writes_metrics_checkpoints_and_a_curve(smoke_run) -> None:
     assert train(config, seed=0, scorer=_varied_scorer).final_step == 2  # a finished run is not retrained
 
 
+def test_a_run_directory_refuses_a_different_config(smoke_run) -> None:
+    config, result = smoke_run
+    saved = json.loads((result.output_dir / "training_config.json").read_text())
+    assert saved["learning_rate"] == config.learning_rate and saved["seed"] == 0
+    with pytest.raises(ValueError, match=r"different training config \(learning_rate: 0.0001 -> 0.5\)"):
+        train(config.replace(learning_rate=0.5), seed=0, scorer=_varied_scorer)
+    # more steps or a different display setting is the same experiment, continued
+    assert train(config.replace(disable_tqdm=False), seed=0, scorer=_varied_scorer).final_step == 2
+
+
 def test_saved_adapters_load_for_transfer_evaluation(smoke_run, tiny_model_path: Path) -> None:
     from supersede_lib.hf_model import HFChatModel
 
     config, result = smoke_run
     step, adapter = result.checkpoints[-1]
     assert resolve_base_model(config) == str(tiny_model_path)
-    assert resolve_base_model(TrainingConfig.preset("offline")).endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert resolve_base_model(TrainingConfig.preset("offline")).endswith(
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    )
     base = HFChatModel(resolve_base_model(config), device="cpu", max_new_tokens_default=4)
     trained = HFChatModel(
         str(tiny_model_path), adapter_path=str(adapter), device="cpu", max_new_tokens_default=4
@@ -402,4 +414,5 @@ def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(
     assert len(grads_full) == len(grads_skipped) > 0
     assert any(gradient.abs().sum() > 0 for gradient in grads_full)  # a real, non-zero update
     for left, right in zip(grads_full, grads_skipped, strict=True):
-        assert torch.allclose(left, right, rtol=1e-4, atol=1e-9)
+        # batches of different shapes sum in a different order: compare at float32 noise of this tensor's scale
+        assert torch.allclose(left, right, rtol=1e-4, atol=1e-5 * float(left.abs().max()))
