@@ -1,4 +1,4 @@
-"""Write notebooks 01-05 from the cell sources below (committed without outputs).
+"""Write notebooks 01-07 from the cell sources below (committed without outputs).
 
     .venv/bin/python notebooks/make_study_notebooks.py
 
@@ -20,7 +20,22 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent
 # in the notebook's environment, or edit the placeholder in the generated cell.
 REPO_URL = "https://github.com/YOUR-ORG/supersede.git"
 
-INSTALL_CELL = f"""\
+STUDY_EXTRAS = "embedded,env,notebooks"
+TRAINING_EXTRAS = "embedded,env,notebooks,train"
+
+
+def install_cell(extras: str = STUDY_EXTRAS, gpu_addons: bool = False) -> str:
+    """The first cell: clone and install on Colab/Kaggle only (and Unsloth/vLLM there when a GPU is present)."""
+    gpu = (
+        """
+    import torch
+
+    if torch.cuda.is_available():  # Unsloth and vLLM for the CUDA training path (requirements-gpu.txt)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", checkout + "/requirements-gpu.txt"], check=True)"""
+        if gpu_addons
+        else ""
+    )
+    return f"""\
 # Colab / Kaggle only: clone and install the repository. Does nothing anywhere else.
 import os
 import subprocess
@@ -34,40 +49,51 @@ if "google.colab" in sys.modules or os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):
     if not os.path.isdir(checkout):
         subprocess.run(["git", "clone", "--depth", "1", repo_url, checkout], check=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "-e", checkout + "[embedded,env,notebooks]"], check=True
-    )
+        [sys.executable, "-m", "pip", "install", "-q", "-e", checkout + "[{extras}]"], check=True
+    ){gpu}
     sys.path.insert(0, checkout)  # the editable install is visible to new processes only"""
+
 
 PARAMETERS_CELL = """\
 # papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper)
 profile = "local\""""
 
-IMPORTS_CELL = """\
+def imports_cell(modules: str = "studies") -> str:
+    """Imports, the display helpers every notebook uses, and the profile banner."""
+    return f"""\
 from IPython.display import Image, Markdown, display
 
-from supersede_lib import studies
+from supersede_lib import {modules}
 from supersede_lib.report import markdown_table
+from supersede_lib.studies import profile_banner
 
 
 def show(frame, title=None):
     \"\"\"A DataFrame as a Markdown table (readable in executed copies and on GitHub).\"\"\"
     if title:
-        display(Markdown(f"**{title}**"))
+        display(Markdown(f"**{{title}}**"))
     display(Markdown(markdown_table(frame)))
 
 
-display(Markdown(studies.profile_banner(profile)))"""
+def show_figure(path):
+    \"\"\"A PNG the study wrote, inline.\"\"\"
+    display(Image(filename=str(path)))
 
 
-def _notebook(title: str, intro: str, cells: list) -> nbformat.NotebookNode:
+display(Markdown(profile_banner(profile)))"""
+
+
+def _notebook(
+    title: str, intro: str, cells: list, install: str | None = None, modules: str = "studies"
+) -> nbformat.NotebookNode:
     parameters = new_code_cell(PARAMETERS_CELL)
     parameters.metadata["tags"] = ["parameters"]
     notebook = new_notebook(
         cells=[
-            new_code_cell(INSTALL_CELL),
+            new_code_cell(install or install_cell()),
             new_markdown_cell(f"# {title}\n\n{intro}"),
             parameters,
-            new_code_cell(IMPORTS_CELL),
+            new_code_cell(imports_cell(modules)),
             *cells,
         ],
         metadata={
@@ -127,7 +153,7 @@ def isolation_notebook() -> nbformat.NotebookNode:
                 "result = studies.run_isolation(profile)\nshow(result.table, 'Table 1 (one model)')"
             ),
             new_code_cell("show(result.accuracy, 'Accuracy with 95% Wilson intervals')\nresult.mcnemar"),
-            new_code_cell("display(Image(filename=str(result.figures['accuracy'])))"),
+            new_code_cell("show_figure(result.figures['accuracy'])"),
             new_markdown_cell(
                 "## Why the bounded agent fails\n\n*never entered*: the current value never reached the notes; "
                 "*squeezed out*: it was there and got compressed away; *kept stale*: the notes end with a "
@@ -136,7 +162,7 @@ def isolation_notebook() -> nbformat.NotebookNode:
             new_code_cell(
                 "show(result.failure_counts, 'Failure classes')\n"
                 "if 'failures' in result.figures:\n"
-                "    display(Image(filename=str(result.figures['failures'])))"
+                "    show_figure(result.figures['failures'])"
             ),
             new_code_cell("show(result.examples.head(10), 'Full context right, bounded memory wrong')"),
             new_code_cell("print('outputs:', result.output_dir)"),
@@ -152,11 +178,11 @@ def frontier_notebook() -> nbformat.NotebookNode:
         [
             new_code_cell("result = studies.run_frontier(profile)\nshow(result.table, 'Table 1')"),
             new_code_cell("show(result.accuracy, 'Accuracy with 95% Wilson intervals')"),
-            new_code_cell("display(Image(filename=str(result.figures['figure2'])))"),
+            new_code_cell("show_figure(result.figures['figure2'])"),
             new_code_cell(
                 "show(result.failure_counts, 'Failure classes by model')\n"
                 "if 'failures' in result.figures:\n"
-                "    display(Image(filename=str(result.figures['failures'])))"
+                "    show_figure(result.figures['failures'])"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
@@ -178,11 +204,11 @@ def scale_notebook() -> nbformat.NotebookNode:
                 "print('McNemar long fixed vs per-session budget:', result.mcnemar_long)\n"
                 "print('McNemar short vs long (fixed B):', result.mcnemar_short_long)"
             ),
-            new_code_cell("display(Image(filename=str(result.figures['figure3'])))"),
+            new_code_cell("show_figure(result.figures['figure3'])"),
             new_code_cell(
                 "show(result.failure_counts, 'Failure classes per condition')\n"
                 "if 'failures' in result.figures:\n"
-                "    display(Image(filename=str(result.figures['failures'])))"
+                "    show_figure(result.figures['failures'])"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
@@ -210,12 +236,79 @@ def environment_notebook() -> nbformat.NotebookNode:
     )
 
 
+def training_notebook() -> nbformat.NotebookNode:
+    return _notebook(
+        "06 · GRPO with Unsloth-accelerated LoRA (paper §5.3, Figure 4a)",
+        "The bounded-memory agent is trained with GRPO (TRL's `GRPOTrainer`, LoRA) on procedural supersession "
+        "episodes. Every rollout comes from the same rollout core as evaluation: one notes rewrite per session, "
+        "then the answer from the notes alone, and each turn is trained on exactly the prompt the policy saw. "
+        "The reward is the environment's rubric (current value +1, stale value −λ); every turn of a trajectory "
+        "carries that trajectory's group-relative advantage. On a CUDA GPU the model is loaded in 4 bit and "
+        "LoRA-patched by Unsloth; on a CPU by transformers + PEFT. A run stops by itself after 10 consecutive "
+        "zero-advantage batches (the paper's stop at step 174), saves adapters every `save_steps`, and resumes "
+        "from its last checkpoint when this notebook is run again. See `docs/training.md` for the design.",
+        [
+            new_markdown_cell(
+                "One run per curriculum and seed of the profile's `training:` block: `fixed` is the paper's "
+                "(one difficulty throughout); `adaptive` moves up the generator's difficulty ladder when most "
+                "rollouts of the groups succeed, so the advantage does not vanish."
+            ),
+            new_code_cell(
+                "result = training_study.run_training(profile)\n"
+                "print('device:', result.summary['device'])\n"
+                "show(result.runs_table, 'Training runs')\n"
+                "show(result.paper_table, 'Training: the paper beside ours')"
+            ),
+            new_code_cell("show_figure(result.figures['figure4a'])"),
+            new_markdown_cell("What the policy wrote at the last step (final notes and answer, with the reward)."),
+            new_code_cell("show(training_study.sample_rollouts(result, per_run=4, at='last'), 'Last-step rollouts')"),
+            new_code_cell("print('outputs:', result.output_dir)"),
+        ],
+        install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
+        modules="training_study",
+    )
+
+
+def transfer_notebook() -> nbformat.NotebookNode:
+    return _notebook(
+        "07 · Transfer evaluation of every checkpoint (paper Table 3, Figure 4b)",
+        "The base model and every adapter checkpoint from notebook 06 answer held-out questions that training "
+        "never saw, in the bounded-memory condition, graded by the programmatic matcher: LongMemEval "
+        "knowledge-update oracle questions for the `local` and `paper` profiles, held-out hard synthetic episodes "
+        "for `offline`. Base and trained models differ only by the adapter (checked by hashing every base "
+        "tensor). Each checkpoint is compared with the base on the same questions (paired McNemar).",
+        [
+            new_code_cell(
+                "result = training_study.run_transfer(profile)\n"
+                "show(result.table, 'Table 3 (ours)')\n"
+                "show(result.paper_table, 'Table 3 (paper, quoted)')\n"
+                "print(training_study.transfer_summary_line(result))"
+            ),
+            new_code_cell("show_figure(result.figures['figure4b'])"),
+            new_markdown_cell(
+                "Accuracy by step, averaged over seeds (95% interval from resampling questions), and fixed vs "
+                "adaptive curriculum at each run's final checkpoint."
+            ),
+            new_code_cell(
+                "show(result.by_step, 'Accuracy by step')\n"
+                "if not result.curricula.empty:\n"
+                "    show(result.curricula, 'Fixed vs adaptive curriculum')"
+            ),
+            new_code_cell("print('outputs:', result.output_dir)"),
+        ],
+        install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
+        modules="training_study",
+    )
+
+
 NOTEBOOKS = {
     "01_data.ipynb": data_notebook,
     "02_isolation.ipynb": isolation_notebook,
     "03_frontier.ipynb": frontier_notebook,
     "04_scale.ipynb": scale_notebook,
     "05_environment_validation.ipynb": environment_notebook,
+    "06_grpo_unsloth.ipynb": training_notebook,
+    "07_transfer_eval.ipynb": transfer_notebook,
 }
 
 

@@ -178,3 +178,157 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     figure.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(figure)
     return path
+
+
+def training_curves_figure(
+    metrics: pd.DataFrame,
+    *,
+    title: str,
+    paper: tuple[float, float, int] | None = None,
+    window: int = 5,
+) -> Figure:
+    """Figure 4a: GRPO reward per step for every run (rolling mean), zero-advantage share below.
+
+    `metrics` is tidy (step, reward, zero_advantage_fraction, difficulty, curriculum, seed).
+    Curriculum moves are marked where a run's difficulty changes. `paper` = (reward at start,
+    reward at end, stop step): the paper reports only these, so its panel shows two points.
+    """
+    sns.set_theme(style="whitegrid")
+    columns = 2 if paper is not None else 1
+    figure, axes = plt.subplots(
+        2, columns, figsize=(6.0 * columns, 5.6), squeeze=False, sharex="col", height_ratios=[3, 1.4]
+    )
+    reward_ax, zero_ax = axes[0][0], axes[1][0]
+    curricula = list(dict.fromkeys(metrics["curriculum"]))
+    colors = dict(zip(curricula, _palette(len(curricula)), strict=True))
+    for (curriculum, seed), run in metrics.groupby(["curriculum", "seed"], sort=False):
+        run = run.sort_values("step")
+        label = f"{curriculum}, seed {seed}"
+        color = colors[curriculum]
+        reward_ax.plot(run["step"], run["reward"], color=color, alpha=0.3, lw=1)
+        smooth = run["reward"].rolling(window, min_periods=1).mean()
+        reward_ax.plot(run["step"], smooth, color=color, lw=2, label=f"{label} ({window}-step mean)")
+        zero_ax.plot(run["step"], run["zero_advantage_fraction"], color=color, lw=1.5, marker=".")
+        if "difficulty" in run:
+            changed = run[run["difficulty"] != run["difficulty"].shift()].iloc[1:]
+            for change in changed.itertuples(index=False):
+                reward_ax.axvline(change.step, color=color, ls="--", lw=1)
+                reward_ax.annotate(
+                    f"→ {change.difficulty}", (change.step, 1.02), fontsize=8, color=color, ha="left"
+                )
+    reward_ax.set_ylabel("reward (batch mean)")
+    reward_ax.set_ylim(-1.05, 1.15)
+    reward_ax.set_title(title, fontsize=10)
+    reward_ax.legend(fontsize=7, loc="lower right")
+    zero_ax.set_ylabel("zero-advantage\nshare of groups")
+    zero_ax.set_ylim(-0.05, 1.05)
+    zero_ax.set_xlabel("GRPO step")
+    if paper is not None:
+        start, end, stop_step = paper
+        paper_ax = axes[0][1]
+        paper_ax.plot([1, stop_step], [start, end], color="0.4", ls=":", marker="o")
+        paper_ax.annotate(f"{start:.2f}", (1, start), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        paper_ax.annotate(
+            f"{end:.2f}, auto-stop at step {stop_step}",
+            (stop_step, end),
+            textcoords="offset points",
+            xytext=(-150, 6),
+            fontsize=8,
+        )
+        paper_ax.set_ylim(-1.05, 1.15)
+        paper_ax.set_title("paper (Figure 4a): reported start and end only", fontsize=10)
+        paper_ax.set_ylabel("reward")
+        axes[1][1].axis("off")
+        axes[1][1].text(
+            0.0,
+            0.5,
+            "Qwen2.5-3B-Instruct, 32 trajectories per step,\nprocedural 6-8 session episodes",
+            fontsize=8,
+            va="center",
+        )
+    figure.tight_layout()
+    return figure
+
+
+def transfer_figure(
+    checkpoints: pd.DataFrame,
+    by_step: pd.DataFrame,
+    *,
+    title: str,
+    paper: list[dict] | None = None,
+    paper_title: str = "paper",
+) -> Figure:
+    """Figure 4b: held-out accuracy by training step, per run (Wilson 95%) and the mean over seeds.
+
+    The base model is drawn at step 0 for every curriculum. With several seeds the mean line carries
+    a band from resampling questions (`training_study.seed_aggregate`).
+    """
+    sns.set_theme(style="whitegrid")
+    columns = 2 if paper is not None else 1
+    figure, axes = plt.subplots(1, columns, figsize=(5.8 * columns, 4.2), squeeze=False)
+    ax = axes[0][0]
+    base = checkpoints[checkpoints["run"] == "base"].iloc[0]
+    trained = checkpoints[checkpoints["run"] != "base"]
+    curricula = list(dict.fromkeys(trained["curriculum"]))
+    colors = dict(zip(curricula, _palette(len(curricula)), strict=True))
+    offsets = {
+        curriculum: 0.08 * (index - (len(curricula) - 1) / 2) for index, curriculum in enumerate(curricula)
+    }
+    span = max(1, int(trained["step"].max()) if len(trained) else 1)
+    for (curriculum, seed), run in trained.groupby(["curriculum", "seed"], sort=False):
+        run = run.sort_values("step")
+        steps = [0, *run["step"].tolist()]
+        accuracy = [base["accuracy"], *run["accuracy"].tolist()]
+        low = [base["ci_low"], *run["ci_low"].tolist()]
+        high = [base["ci_high"], *run["ci_high"].tolist()]
+        x = [step + offsets[curriculum] * span for step in steps]
+        ax.errorbar(
+            x,
+            accuracy,
+            yerr=[
+                [max(0.0, a - lo) for a, lo in zip(accuracy, low, strict=True)],
+                [max(0.0, hi - a) for a, hi in zip(accuracy, high, strict=True)],
+            ],
+            color=colors[curriculum],
+            marker="o",
+            capsize=3,
+            lw=1,
+            alpha=0.6,
+            label=f"{curriculum}, seed {int(seed)} (Wilson 95%)",
+        )
+    for curriculum, group in by_step.groupby("curriculum", sort=False):
+        if group["seeds"].max() < 2:
+            continue
+        group = group.sort_values("step")
+        ax.plot(
+            group["step"],
+            group["mean_accuracy"],
+            color=colors.get(curriculum, "black"),
+            lw=2.5,
+            label=f"{curriculum}, mean of {int(group['seeds'].max())} seeds",
+        )
+        ax.fill_between(
+            group["step"],
+            group["ci_low"],
+            group["ci_high"],
+            color=colors.get(curriculum, "black"),
+            alpha=0.15,
+        )
+    ax.axhline(base["accuracy"], color="0.5", ls=":", lw=1, label="base (untrained)")
+    ax.set_xlabel("GRPO step (0 = base)")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    if paper is not None:
+        paper_ax = axes[0][1]
+        steps = [row["step"] for row in paper]
+        accuracy = [row["correct"] / row["n"] for row in paper]
+        paper_ax.plot(steps, accuracy, color="0.4", marker="o")
+        paper_ax.set_ylim(0, 1.05)
+        paper_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        paper_ax.set_xlabel("GRPO step")
+        paper_ax.set_title(paper_title, fontsize=10)
+    figure.tight_layout()
+    return figure

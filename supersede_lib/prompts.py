@@ -81,6 +81,8 @@ def full_context_messages(sessions: Sequence[Session], question: str, question_d
         for index, session in enumerate(sessions, start=1)
     ]
     user = (
-        "Conversation history:\n\n" + "\n\n".join(blocks) + f"\n\nCurrent date: {question_date}\nQuestion: {question}"
+        "Conversation history:\n\n"
+        + "\n\n".join(blocks)
+        + f"\n\nCurrent date: {question_date}\nQuestion: {question}"
     )
     return [{"role": "system", "content": FULL_CONTEXT_SYSTEM}, {"role": "user", "content": user}]

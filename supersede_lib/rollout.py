@@ -94,7 +94,9 @@ class BoundedMemoryRollout:
         if self.current_kind == "notes":
             session = self.episode.sessions[self.sessions_consumed]
             return prompts.notes_update_messages(self.notes, session, self.notes_budget_chars)
-        return prompts.answer_from_notes_messages(self.notes, self.episode.question, self.episode.question_date)
+        return prompts.answer_from_notes_messages(
+            self.notes, self.episode.question, self.episode.question_date
+        )
 
     def step(self, reply: str) -> None:
         """Feed the model's reply to the current prompt and advance."""
@@ -147,7 +149,9 @@ class FullContextRollout:
 
     def current_messages(self) -> list[dict[str, str]]:
         self.current_kind  # noqa: B018 - raises when done
-        return prompts.full_context_messages(self.episode.sessions, self.episode.question, self.episode.question_date)
+        return prompts.full_context_messages(
+            self.episode.sessions, self.episode.question, self.episode.question_date
+        )
 
     def step(self, reply: str) -> None:
         messages = self.current_messages()

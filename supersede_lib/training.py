@@ -1073,7 +1073,7 @@ def train(
     if resume:
         check_run_config(run_dir, config, seed)
     if resume and summary_path.exists():
-        finished = _result_from_summary(summary_path)
+        finished = read_run_summary(summary_path)
         if finished.stop_reason == "zero_advantage" or finished.final_step >= config.max_steps:
             return finished
     resume_from = existing[-1] if (resume and existing) else None
@@ -1120,7 +1120,8 @@ def train_seeds(config: TrainingConfig, seeds: Sequence[int], **kwargs: Any) -> 
     return [train(config, seed, **kwargs) for seed in seeds]
 
 
-def _result_from_summary(path: Path) -> TrainingResult:
+def read_run_summary(path: Path) -> TrainingResult:
+    """A finished run's `run_summary.json` as a `TrainingResult`."""
     record = json.loads(path.read_text())
     record["output_dir"] = Path(record["output_dir"])
     record["metrics_path"] = Path(record["metrics_path"])

@@ -1,6 +1,6 @@
 """Notebooks: committed clean, one `parameters` cell, in sync with their generator; and they run.
 
-The slow test executes notebooks 01-05 under the `smoke` profile with papermill (through
+The slow test executes notebooks 01-07 under the `smoke` profile with papermill (through
 `supersede_lib.reproduce`, as `make reproduce` does) into a temporary output root, then reads
 back what they wrote.
 """
@@ -23,6 +23,8 @@ STUDY_NOTEBOOKS = (
     "03_frontier",
     "04_scale",
     "05_environment_validation",
+    "06_grpo_unsloth",
+    "07_transfer_eval",
 )
 
 
@@ -123,7 +125,7 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
     run = reproduce.reproduce("smoke", [name[:2] for name in STUDY_NOTEBOOKS], log=lines.append)
 
     assert [path.stem for path in run.executed] == list(STUDY_NOTEBOOKS)
-    assert any("[5/5] 05_environment_validation.ipynb done" in line for line in lines)
+    assert any("[7/7] 07_transfer_eval.ipynb done" in line for line in lines)
     for path in run.executed:
         executed = nbformat.read(path, as_version=4)
         for cell in executed.cells:
@@ -144,8 +146,33 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
     assert {number["n"] for number in isolation["numbers"] if "accuracy" in number["name"]} == {n}
     environment = json.loads((root / "05_environment_validation" / "summary.json").read_text())
     assert environment["all_terminated"] is True
+    smoke = profiles.load_profile("smoke")
+    runs = len(smoke["training"]["seeds"]) * len(smoke["training"]["curricula"])
+    training = json.loads((root / "06_grpo_unsloth" / "summary.json").read_text())
+    assert len(training["runs"]) == runs
+    for trained in training["runs"].values():
+        assert trained["final_step"] >= 1 and trained["stop_reason"] in ("max_steps", "zero_advantage")
+        assert trained["checkpoints"], "every run saves at least its final adapter"
+    transfer = json.loads((root / "07_transfer_eval" / "summary.json").read_text())
+    checkpoints = sum(len(trained["checkpoints"]) for trained in training["runs"].values())
+    assert len(transfer["adapters"]) == checkpoints
+    assert all(adapter["differs_only_by_adapter"] for adapter in transfer["adapters"].values())
+    accuracies = [number for number in transfer["numbers"] if number["name"].endswith("accuracy")]
+    assert len(accuracies) == checkpoints + 1  # base + every checkpoint
+    assert {number["n"] for number in accuracies} == {smoke["transfer"]["episodes"]["n"]}
+    assert all(0.0 <= number["value"] <= 1.0 for number in accuracies)
+    for figure in ("06_grpo_unsloth/figure4a_training_reward.png", "07_transfer_eval/figure4b_transfer.png"):
+        assert (root / figure).stat().st_size > 0
     report = (root / "REPORT.md").read_text()
     assert run.report == root / "REPORT.md"
-    for heading in ("01 · Data", "02 · Isolation", "03 · Frontier", "04 · Scale", "05 · Environment"):
+    for heading in (
+        "01 · Data",
+        "02 · Isolation",
+        "03 · Frontier",
+        "04 · Scale",
+        "05 · Environment",
+        "06 · GRPO",
+        "07 · Transfer",
+    ):
         assert heading in report
     assert "paper (gpt-4.1-mini, LongMemEval, n=78)" in report
