@@ -72,6 +72,7 @@ ROW_COLUMNS = (
     "cached_calls",
     "truncations",
     "final_notes",
+    "error",
 )
 
 KEY_PACKAGES = (
@@ -120,6 +121,7 @@ class RolloutOutcome:
     model_name: str
     calls: list[CallRecord] = field(default_factory=list)
     wall_s: float = 0.0
+    error: str | None = None  # why the rollout ended without an answer (a prompt too long for the model)
 
     @property
     def episode(self) -> Episode:
@@ -206,6 +208,7 @@ class RolloutOutcome:
             "n_calls": self.n_calls,
             "cached_calls": self.cached_calls,
             "turns": turns,
+            "error": self.error,
         }
 
 
@@ -239,7 +242,13 @@ async def arun_rollout(
     seed: int = 0,
     condition: str | None = None,
 ) -> RolloutOutcome:
-    """Drive one rollout to its answer, one model call at a time (sessions strictly in order)."""
+    """Drive one rollout to its answer, one model call at a time (sessions strictly in order).
+
+    A prompt longer than the model's context window ends the rollout without an answer (scored
+    as wrong) and is recorded in `outcome.error`: that is the model's limit, not a crash of the run.
+    """
+    from supersede_lib.clients import ContextOverflowError
+
     if condition is None:
         condition = "bounded_memory" if isinstance(rollout, BoundedMemoryRollout) else "full_context"
     outcome = RolloutOutcome(rollout=rollout, condition=condition, model_name=model.name)
@@ -248,9 +257,13 @@ async def arun_rollout(
         kind = rollout.current_kind
         session_index = getattr(rollout, "sessions_consumed", None) if kind == "notes" else None
         max_tokens = max_tokens_notes if kind == "notes" else max_tokens_answer
-        result: ChatResult = await model.achat(
-            rollout.current_messages(), max_tokens=max_tokens, temperature=0.0, seed=seed
-        )
+        try:
+            result: ChatResult = await model.achat(
+                rollout.current_messages(), max_tokens=max_tokens, temperature=0.0, seed=seed
+            )
+        except ContextOverflowError as error:
+            outcome.error = f"context overflow at the {kind} turn: {error}"
+            break
         rollout.step(result.text)
         outcome.calls.append(
             CallRecord(
@@ -365,6 +378,7 @@ async def _run_question(
         "cached_calls": outcome.cached_calls,
         "truncations": rollout.truncation_count,
         "final_notes": outcome.final_notes,
+        "error": outcome.error,
     }
     return result
 
@@ -696,6 +710,7 @@ def _manifest(
         "uncached_prompt_tokens": fresh_prompt,
         "uncached_completion_tokens": fresh_completion,
         "model_latency_s": round(sum(row["latency_s"] for row in rows), 6),
+        "errors": sum(1 for row in rows if row["error"]),
         "judge_calls": sum(result.judge_calls for result in results),
         "judge_cached_calls": sum(result.judge_cached for result in results),
         "judge_prompt_tokens": sum(result.judge_prompt_tokens for result in results),

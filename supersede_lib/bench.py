@@ -180,6 +180,7 @@ def concurrency_bench(
     for run in runs:
         run["speedup_vs_sequential"] = sequential_s / run["wall_s"] if run["wall_s"] > 0 else None
         run["ratio_to_bound"] = run["wall_s"] / run["bound_s"] if run["bound_s"] else None
+    runs[0]["speedup_vs_sequential"] = 1.0  # the reference itself (its wall may cover only a subset)
     all_in_flight = next(run for run in runs if run["run"] == "all in flight")
     return {
         "latency_s": latency_s,

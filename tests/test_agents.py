@@ -285,6 +285,37 @@ def test_model_error_propagates_unchanged() -> None:
         )
 
 
+def test_a_prompt_too_long_for_the_model_fails_that_question_only(tmp_path) -> None:
+    from supersede_lib.clients import ContextOverflowError
+
+    class SmallWindow(CityModel):
+        """Fits one session, not a whole history: full context overflows on the long episode."""
+
+        async def achat(self, messages, **kwargs) -> ChatResult:
+            if messages[-1]["content"].count("SESSION-") > 3:
+                raise ContextOverflowError("prompt of 900 tokens exceeds n_ctx=512")
+            return await super().achat(messages, **kwargs)
+
+    episodes = [make_episode("short", n_sessions=2), make_episode("long", n_sessions=5)]
+    frame = run_condition(
+        episodes, "full_context", SmallWindow(), output_dir=tmp_path, run_name="fc", progress=False
+    ).set_index("episode_id")
+    assert (
+        frame.loc["short", "n_calls"] == 1
+        and frame.loc["short", "answer"]
+        and pd.isna(frame.loc["short", "error"])
+    )
+    assert frame.loc["long", "verdict"] == "wrong" and frame.loc["long", "answer"] == ""
+    assert "context overflow at the answer turn" in frame.loc["long", "error"]
+    assert frame.loc["long", "n_calls"] == 0
+    manifest = json.loads((tmp_path / "fc.manifest.json").read_text())
+    assert manifest["totals"]["errors"] == 1
+    trajectories = {row["episode_id"]: row for row in read_trajectories(tmp_path / "fc.trajectories.jsonl")}
+    assert "n_ctx=512" in trajectories["long"]["error"] and trajectories["short"]["error"] is None
+    bounded = run_condition(episodes, "bounded_memory", SmallWindow(), progress=False)
+    assert bounded["error"].isna().all()  # one session per prompt always fits
+
+
 def test_bad_input_names_the_record() -> None:
     with pytest.raises(ValueError, match="'dup'.*episodes\\[1\\].*episode_id"):
         run_condition(
