@@ -107,9 +107,20 @@ def _message_text(message: Any) -> str:
 
 
 def _to_vf_messages(messages: Sequence[Mapping[str, str]]) -> vf.Messages:
-    """The rollout core's plain dicts as verifiers message objects (avoids re-validation warnings)."""
-    kinds = {"system": vf.SystemMessage, "user": vf.UserMessage, "assistant": vf.AssistantMessage}
-    return [kinds[message["role"]](content=message["content"]) for message in messages]
+    """The rollout core's plain dicts as verifiers message objects (avoids re-validation warnings).
+
+    verifiers 0.3.1 sends every assistant message with `reasoning_content`, null unless set, and
+    llama.cpp's server (also behind Ollama) rejects a null there ("type must be string"). The notes
+    prompt's worked example is an assistant turn, so it carries an empty string instead.
+    """
+    converted: vf.Messages = []
+    for message in messages:
+        if message["role"] == "assistant":
+            converted.append(vf.AssistantMessage(content=message["content"], reasoning_content=""))
+        else:
+            kind = {"system": vf.SystemMessage, "user": vf.UserMessage}[message["role"]]
+            converted.append(kind(content=message["content"]))
+    return converted
 
 
 class SupersedeEnv(vf.MultiTurnEnv):

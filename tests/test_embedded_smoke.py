@@ -66,3 +66,26 @@ def test_embedded_model_serves_openai_compatible_http(small_model):
     )
     result = asyncio.run(client.achat(MESSAGES, max_tokens=8))
     assert result.text.strip() and result.completion_tokens > 0
+
+
+def test_vf_eval_runs_the_environment_against_the_embedded_model_over_http(small_model, tmp_path):
+    """The standard verifiers entry point, end to end on a real local model: every rollout terminates."""
+    import json
+    import subprocess
+    import sys
+
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    env_args = {"mode": "train", "num_train_examples": 1, "difficulty": "easy", "seed": 3}
+    command = [
+        str(vf_eval), "supersede", "-m", small_model.name, "-b", small_model.serve(), "-k", "SUPERSEDE_UNSET_KEY",
+        "-n", "1", "-r", "1", "-t", "48", "-T", "0", "--disable-tui", "-s", "-o", str(tmp_path),
+        "-C", "supersede_turns", "-a", json.dumps(env_args), "--disable-env-server",
+    ]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    (results_file,) = tmp_path.glob("evals/supersede--*/*/results.jsonl")
+    (row,) = [json.loads(line) for line in results_file.read_text().splitlines()]
+    sessions = row["info"]["episode"]["sessions"]
+    assert row["stop_condition"] == "rollout_done"
+    assert [turn["kind"] for turn in row["supersede_turns"]] == ["notes"] * len(sessions) + ["answer"]
+    assert {"answered_current", "stale_penalty"} <= set(row)

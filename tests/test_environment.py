@@ -298,3 +298,7 @@ def test_vf_eval_cli_runs_offline_against_the_fake_server(
         assert row["stop_condition"] == "rollout_done"
         assert len(row["supersede_turns"]) == len(row["info"]["episode"]["sessions"]) + 1
     assert len(chat_requests) == sum(len(row["supersede_turns"]) for row in rows)
+    # llama.cpp's server (and Ollama) answer 500 to a null reasoning_content on an assistant message
+    sent = [message for body in chat_requests for message in body["messages"]]
+    assert any(message["role"] == "assistant" for message in sent)  # the worked example is one
+    assert all(message.get("reasoning_content", "") is not None for message in sent)
