@@ -22,8 +22,8 @@ test: setup  ## run the test suite
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: setup  ## ruff
-	$(VENV)/bin/ruff check supersede_lib supersede.py tests
-	$(VENV)/bin/ruff format --check supersede_lib supersede.py tests
+	$(VENV)/bin/ruff check supersede_lib supersede.py tests notebooks
+	$(VENV)/bin/ruff format --check supersede_lib supersede.py tests notebooks
 
 bench: setup  ## speed and overhead benchmarks (not part of `make test`)
 	$(PY) -m supersede_lib.bench

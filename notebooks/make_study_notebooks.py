@@ -58,6 +58,7 @@ PARAMETERS_CELL = """\
 # papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper)
 profile = "local\""""
 
+
 def imports_cell(modules: str = "studies") -> str:
     """Imports, the display helpers every notebook uses, and the profile banner."""
     return f"""\
@@ -260,8 +261,12 @@ def training_notebook() -> nbformat.NotebookNode:
                 "show(result.paper_table, 'Training: the paper beside ours')"
             ),
             new_code_cell("show_figure(result.figures['figure4a'])"),
-            new_markdown_cell("What the policy wrote at the last step (final notes and answer, with the reward)."),
-            new_code_cell("show(training_study.sample_rollouts(result, per_run=4, at='last'), 'Last-step rollouts')"),
+            new_markdown_cell(
+                "What the policy wrote at the last step (final notes and answer, with the reward)."
+            ),
+            new_code_cell(
+                "show(training_study.sample_rollouts(result, per_run=4, at='last'), 'Last-step rollouts')"
+            ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
