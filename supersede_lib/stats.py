@@ -68,6 +68,9 @@ def paired_mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNe
     """McNemar's test of condition A against condition B on the same questions (see `McNemarResult`).
 
     With no discordant pair (b = c = 0) there is no evidence of a difference: both p values are 1.0.
+    The continuity correction shrinks |b - c| by 1 but never below 0: statsmodels computes
+    (|b - c| - 1)^2 / (b + c), which gives a tie (b = c) a positive statistic and p < 1; here a tie
+    has statistic 0 and p = 1, as the exact test says.
     """
     from statsmodels.stats.contingency_tables import mcnemar
 
@@ -78,14 +81,13 @@ def paired_mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNe
         return McNemarResult(b=0, c=0, n=len(a), p_exact=1.0, p_chi2_corrected=1.0, statistic=0.0)
     table = [[int(np.sum(a & b_array)), b], [c, int(np.sum(~a & ~b_array))]]
     exact = mcnemar(table, exact=True)
-    corrected = mcnemar(table, exact=False, correction=True)
+    if b == c:
+        p_corrected, statistic = 1.0, 0.0
+    else:
+        corrected = mcnemar(table, exact=False, correction=True)
+        p_corrected, statistic = float(corrected.pvalue), float(corrected.statistic)
     return McNemarResult(
-        b=b,
-        c=c,
-        n=len(a),
-        p_exact=float(exact.pvalue),
-        p_chi2_corrected=float(corrected.pvalue),
-        statistic=float(corrected.statistic),
+        b=b, c=c, n=len(a), p_exact=float(exact.pvalue), p_chi2_corrected=p_corrected, statistic=statistic
     )
 
 

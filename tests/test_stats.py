@@ -25,7 +25,7 @@ def _paired(b: int, c: int, both_right: int = 0, both_wrong: int = 0) -> tuple[l
 
 
 def _by_hand(b: int, c: int) -> tuple[float, float, float]:
-    statistic = (abs(b - c) - 1) ** 2 / (b + c)
+    statistic = max(abs(b - c) - 1, 0) ** 2 / (b + c)  # the correction shrinks |b - c| toward 0, not past it
     exact = min(1.0, 2 * binom.cdf(min(b, c), b + c, 0.5))
     return statistic, float(chi2.sf(statistic, df=1)), float(exact)
 
@@ -60,8 +60,11 @@ def test_mcnemar_counts_direction_and_ignores_concordant_pairs() -> None:
 def test_mcnemar_equal_discordance_is_not_significant() -> None:
     result = paired_mcnemar(*_paired(4, 4, 10, 7))  # the paper's b = c = 4 memory-scaling case
     assert result.p_exact == 1.0
-    assert result.p_chi2_corrected == pytest.approx(_by_hand(4, 4)[1])
-    assert result.p_chi2_corrected > 0.5
+    assert result.p_chi2_corrected == pytest.approx(_by_hand(4, 4)[1]) == 1.0
+    assert result.statistic == 0.0
+    one_each = paired_mcnemar(*_paired(1, 1, 5, 5))
+    assert (one_each.p_exact, one_each.p_chi2_corrected) == (1.0, 1.0)
+    assert paired_mcnemar(*_paired(2, 1)).statistic == 0.0  # |b - c| = 1: corrected to no difference
 
 
 def test_mcnemar_without_discordant_pairs_gives_p_one() -> None:
