@@ -424,9 +424,10 @@ def finished_runs(profile: dict) -> list[TrainedRun]:
     return runs
 
 
-def _checkpoint_model_name(base_name: str, run: TrainedRun, step: int, adapter_sha: str) -> str:
-    # the adapter's hash keeps cached replies of a retrained adapter from being reused
-    return f"{base_name}+{run.label}-step-{step}@{adapter_sha[:10]}"
+def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
+    # named by the adapter's content, not its run: a retrained adapter never reuses cached replies,
+    # and bit-identical adapters (two arms that never diverged, a resumed run) share them
+    return f"{base_name}+lora@{adapter_sha[:16]}"
 
 
 def _release(model: Any) -> None:
@@ -637,11 +638,11 @@ def run_transfer(profile: str | dict, *, progress: bool = True) -> TransferResul
     for run in runs:
         for step, adapter in run.checkpoints:
             sha = adapter_file_fingerprint(adapter)
-            name = _checkpoint_model_name(base_name, run, step, sha)
+            name = _checkpoint_model_name(base_name, sha)
             trained = HFChatModel(base_path, adapter_path=str(adapter), name=name)
             if trained.base_fingerprint() != base_fingerprint or trained.adapter_fingerprint is None:
                 raise AssertionError(
-                    f"{name}: base weights differ from the untrained base, not only the adapter"
+                    f"{run.label} step {step} ({name}): base weights differ from the untrained base, not only the adapter"
                 )
             run_name = f"{run.label}__step-{step}"
             frame = _evaluate(
