@@ -17,6 +17,9 @@ Rules, applied in this order to one trajectory:
                           by the end (and no stale value is left): compressed away.
 5. ``never_entered``   -- the current value never appeared in the notes after any session.
 
+Beside the class, `echoes_example` flags notes that copied the prompt's worked example (its
+city and dog's name) into the user's memory: a failure of the prompt, not of the memory policy.
+
 Only bounded-memory trajectories of answerable questions can be classified: full-context runs
 have no notes, and an abstention item's gold is an explanation, not a value the notes could hold.
 `classify_failure` raises `ValueError` for those; `failure_breakdown` skips them and counts them.
@@ -24,10 +27,13 @@ have no notes, and an abstention item's gold is an explanation, not a value the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
+
+from supersede_lib.prompts import NOTES_EXAMPLE_MARKERS
 
 FAILURE_CLASSES = ("correct", "never_entered", "squeezed_out", "kept_stale", "held_but_missed")
 
@@ -85,11 +91,28 @@ def classify_failure(trajectory: Mapping[str, Any], *, use_judge: bool = False) 
     return "never_entered"
 
 
+def echoes_prompt_example(
+    trajectory: Mapping[str, Any], markers: Iterable[str] = NOTES_EXAMPLE_MARKERS
+) -> bool:
+    """True when some notes of the trajectory hold a word of the notes prompt's worked example.
+
+    A marker the episode itself is about (in its gold or superseded values) is not counted.
+    """
+    values = " ".join(
+        str(value)
+        for value in [*(trajectory.get("gold_answers") or []), *(trajectory.get("superseded_values") or [])]
+    )
+    foreign = [marker for marker in markers if not re.search(rf"\b{re.escape(marker)}\b", values)]
+    notes = " ".join(str(note) for note in trajectory.get("notes_history") or [])
+    return any(re.search(rf"\b{re.escape(marker)}\b", notes) for marker in foreign)
+
+
 def failure_breakdown(trajectories: Iterable[Mapping[str, Any]], *, use_judge: bool = False) -> pd.DataFrame:
     """One row per classifiable trajectory with its failure class and when the value came and went.
 
     Columns: episode_id, model, condition, notes_budget_chars, n_sessions, failure, entered_after
-    (first session index whose notes held the current value, <NA> if none), last_held_after, final_holds_stale.
+    (first session index whose notes held the current value, <NA> if none), last_held_after,
+    final_holds_stale, echoes_example.
     `frame.attrs["skipped"]` counts trajectories that could not be classified.
     """
     rows = []
@@ -112,6 +135,7 @@ def failure_breakdown(trajectories: Iterable[Mapping[str, Any]], *, use_judge: b
                 "entered_after": held_at[0] if held_at else None,
                 "last_held_after": held_at[-1] if held_at else None,
                 "final_holds_stale": bool(holds_stale[-1]) if holds_stale else False,
+                "echoes_example": echoes_prompt_example(trajectory),
             }
         )
     frame = pd.DataFrame(
@@ -126,6 +150,7 @@ def failure_breakdown(trajectories: Iterable[Mapping[str, Any]], *, use_judge: b
             "entered_after",
             "last_held_after",
             "final_holds_stale",
+            "echoes_example",
         ],
     )
     frame = frame.astype({"entered_after": "Int64", "last_held_after": "Int64"})
@@ -134,9 +159,11 @@ def failure_breakdown(trajectories: Iterable[Mapping[str, Any]], *, use_judge: b
 
 
 def failure_counts(breakdown: pd.DataFrame, by: tuple[str, ...] = ("model",)) -> pd.DataFrame:
-    """Counts and shares of each failure class (all five classes, zeros included) per group."""
+    """Counts of each failure class (all five, zeros included) per group, and of example echoes."""
     groups = list(by)
     counts = breakdown.groupby(groups + ["failure"]).size().unstack("failure", fill_value=0)
     counts = counts.reindex(columns=list(FAILURE_CLASSES), fill_value=0)
     counts["total"] = counts.sum(axis=1)
+    if "echoes_example" in breakdown:
+        counts["notes_echo_prompt_example"] = breakdown.groupby(groups)["echoes_example"].sum().astype(int)
     return counts.reset_index()

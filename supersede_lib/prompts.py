@@ -35,6 +35,9 @@ NOTES_EXAMPLE_USER = (
     "Write the updated notes (at most 120 characters)."
 )
 NOTES_EXAMPLE_REPLY = "- lives in the suburbs (moved from Detroit, Apr 2023); dog named Rex"
+# Words that belong to the worked example only: notes holding them copied the example
+# (diagnostics.echoes_prompt_example), unless the episode itself is about them.
+NOTES_EXAMPLE_MARKERS = ("Detroit", "Rex")
 
 ANSWER_SYSTEM = (
     "Answer the user's question using only your notes. Give the most recent value when a fact "

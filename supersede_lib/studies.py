@@ -354,7 +354,7 @@ def _failure_counts(failures: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame
     from supersede_lib.diagnostics import FAILURE_CLASSES, failure_counts
 
     if failures.empty:
-        return pd.DataFrame(columns=[*by, *FAILURE_CLASSES, "total"])
+        return pd.DataFrame(columns=[*by, *FAILURE_CLASSES, "total", "notes_echo_prompt_example"])
     return failure_counts(failures, by=by)
 
 
@@ -362,7 +362,8 @@ def _failure_note(failures: pd.DataFrame) -> str:
     skipped = failures.attrs.get("skipped", 0)
     note = (
         "Rule-based classes from the bounded-memory trajectories (supersede_lib.diagnostics): never entered, "
-        "squeezed out, kept stale, held but missed."
+        "squeezed out, kept stale, held but missed. notes_echo_prompt_example: trajectories whose notes copied "
+        "the notes prompt's worked example (its city and dog's name) into the user's memory."
     )
     if skipped:
         note += f" {skipped} trajectories could not be classified (abstention items have no value to hold)."

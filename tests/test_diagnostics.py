@@ -6,6 +6,7 @@ import pytest
 from supersede_lib.diagnostics import (
     FAILURE_CLASSES,
     classify_failure,
+    echoes_prompt_example,
     failure_breakdown,
     failure_counts,
 )
@@ -102,7 +103,30 @@ def test_breakdown_rows_skips_and_counts() -> None:
     assert pd.isna(breakdown.set_index("episode_id").loc["c", "entered_after"])
 
     counts = failure_counts(breakdown)
-    assert list(counts.columns) == ["model", *FAILURE_CLASSES, "total"]
+    assert list(counts.columns) == ["model", *FAILURE_CLASSES, "total", "notes_echo_prompt_example"]
     only = counts.iloc[0]
     assert (only["correct"], only["squeezed_out"], only["kept_stale"], only["never_entered"]) == (1, 1, 1, 0)
     assert only["total"] == 3
+
+
+def test_notes_that_copy_the_prompt_example_are_flagged_and_counted() -> None:
+    copied = _trajectory(
+        [False, False],
+        episode_id="copied",
+        gold_answers=["Equinox"],
+        superseded_values=["Crunch"],
+        notes_history=["- empty", "- lives in the suburbs (moved from Detroit, Apr 2023); dog named Rex"],
+    )
+    own = _trajectory(
+        [True, True], episode_id="own", gold_answers=["Equinox"], notes_history=["- goes to Equinox"]
+    )
+    # an episode about a dog called Rex may hold the name; "Rexford" is not the marker
+    about_rex = _trajectory(
+        [True], episode_id="rex", gold_answers=["Rex"], notes_history=["- dog Rex; Rexford St"]
+    )
+    assert echoes_prompt_example(copied)
+    assert not echoes_prompt_example(own)
+    assert not echoes_prompt_example(about_rex)
+    breakdown = failure_breakdown([copied, own, about_rex])
+    assert list(breakdown["echoes_example"]) == [True, False, False]
+    assert failure_counts(breakdown).iloc[0]["notes_echo_prompt_example"] == 1
