@@ -416,3 +416,59 @@ def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(
     for left, right in zip(grads_full, grads_skipped, strict=True):
         # batches of different shapes sum in a different order: compare at float32 noise of this tensor's scale
         assert torch.allclose(left, right, rtol=1e-4, atol=1e-5 * float(left.abs().max()))
+
+
+def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
+    tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wiring of the CUDA branch, with a stand-in `unsloth` module: this machine has no GPU.
+
+    It checks what load_policy hands Unsloth (4-bit, the paper's LoRA, Unsloth's checkpointing)
+    and that no PEFT config is returned (the adapter is already on); not Unsloth itself.
+    """
+    import sys
+    import types
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from supersede_lib import training
+
+    calls: dict[str, dict] = {}
+
+    class FakeFastLanguageModel:
+        @staticmethod
+        def from_pretrained(**kwargs):
+            calls["from_pretrained"] = kwargs
+            path = str(tiny_model_path)
+            return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+
+        @staticmethod
+        def get_peft_model(model, **kwargs):
+            calls["get_peft_model"] = kwargs
+            return model
+
+    monkeypatch.setitem(
+        sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FakeFastLanguageModel)
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    config = TrainingConfig.preset("paper", output_dir="unused")
+    model, tokenizer, peft_config = training.load_policy(config, seed=3)
+
+    assert peft_config is None and tokenizer.padding_side == "left"
+    loaded = calls["from_pretrained"]
+    assert loaded["model_name"] == config.model_name_or_path and loaded["load_in_4bit"] is True
+    lora = calls["get_peft_model"]
+    assert (lora["r"], lora["lora_alpha"], lora["random_state"]) == (32, 64, 3)
+    assert lora["use_gradient_checkpointing"] == "unsloth"
+    assert lora["target_modules"] == list(config.lora_target_modules)
+
+
+def test_asking_for_unsloth_without_cuda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from supersede_lib import training
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        training.load_policy(TrainingConfig.preset("paper", output_dir="unused", use_unsloth=True))
