@@ -204,6 +204,10 @@ class HFChatModel:
         self._lock = threading.Lock()
         self._base_fingerprint: str | None = None
 
+    def close(self) -> None:
+        """Drop the weights (transfer evaluation loads one checkpoint after another)."""
+        self.__dict__.pop("model", None)
+
     def base_fingerprint(self) -> str:
         """Hash of the base weights (computed once; LoRA tensors excluded)."""
         if self._base_fingerprint is None:

@@ -16,6 +16,7 @@ carries its model, data label, profile and n. The notebooks only call these and 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import re
 import threading
@@ -332,10 +333,15 @@ def compare_conditions(
 
 
 def release_model(model: Any) -> None:
-    """Free an in-process model (an embedded GGUF holds ~1-2 GB) once a study is done with it."""
+    """Free an in-process model (a GGUF or transformers model holds GBs) once a study is done with it.
+
+    In-process models free themselves in `close()`; an API client has none and is left alone.
+    """
     inner = getattr(model, "inner", model)
-    if type(inner).__name__ == "EmbeddedGGUFModel":
-        inner.close()
+    close = getattr(inner, "close", None)
+    if callable(close):
+        close()
+        gc.collect()
 
 
 def comparison_numbers(comparison: ConditionComparison, data: str, profile_name: str) -> list[dict]:

@@ -1038,13 +1038,14 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     """Drop rows logged after `max_step` (an interrupted run's tail that the resumed run redoes)."""
     if not path.exists():
         return
-    kept = [
-        line
-        for line in path.read_text().splitlines()
-        if line.strip() and json.loads(line)["step"] <= max_step
-    ]
-    kept = [line for line in kept if json.loads(line).get("kind") != "summary"]
-    path.write_text("".join(line + "\n" for line in kept))
+    kept = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row["step"] <= max_step and row.get("kind") != "summary":
+            kept.append(line + "\n")
+    path.write_text("".join(kept))
 
 
 def train(

@@ -13,7 +13,6 @@ re-runs 06 trains again instead of "finding" a run whose adapters it does not ha
 
 from __future__ import annotations
 
-import gc
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from supersede_lib.studies import (
     episodes_label,
     mcnemar_dict,
     percent,
+    release_model,
     write_summary,
 )
 from supersede_lib.studies import _number as headline_number
@@ -430,13 +430,6 @@ def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
     return f"{base_name}+lora@{adapter_sha[:16]}"
 
 
-def _release(model: Any) -> None:
-    inner = getattr(model, "inner", model)
-    if hasattr(inner, "model"):
-        del inner.model
-    gc.collect()
-
-
 def _evaluate(
     model: Any, episodes: list, directory: Path, run_name: str, budget: int, progress: bool
 ) -> pd.DataFrame:
@@ -631,7 +624,7 @@ def run_transfer(profile: str | dict, *, progress: bool = True) -> TransferResul
     frame = _evaluate(
         CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", budget, progress
     )
-    _release(base)
+    release_model(base)
     correct_by_model = {"base": frame["verdict"].eq("correct")}
     rows = [checkpoint_row("base", None, None, 0, correct_by_model["base"], correct_by_model["base"])]
     adapters = {}
@@ -653,7 +646,7 @@ def run_transfer(profile: str | dict, *, progress: bool = True) -> TransferResul
                 budget,
                 progress,
             )
-            _release(trained)
+            release_model(trained)
             correct_by_model[run_name] = frame["verdict"].eq("correct")
             row = checkpoint_row(
                 run_name, run.curriculum, run.seed, step, correct_by_model[run_name], correct_by_model["base"]

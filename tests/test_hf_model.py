@@ -143,3 +143,19 @@ def test_a_gguf_file_loads_and_answers(tmp_path: Path) -> None:
     assert model.tokenizer.eos_token == "<|im_end|>" and model.tokenizer.padding_side == "left"
     result = model.chat([{"role": "user", "content": "Notes: lives in Austin. Where does the user live?"}])
     assert result.text and result.completion_tokens <= 16
+
+
+def test_release_model_frees_in_process_weights_and_leaves_api_clients_alone(
+    tiny_path: Path, tmp_path: Path
+) -> None:
+    from supersede_lib.cache import CachedChatModel, ResponseCache
+    from supersede_lib.clients import OpenAIChatModel
+    from supersede_lib.studies import release_model
+
+    hf = HFChatModel(str(tiny_path), device="cpu")
+    release_model(CachedChatModel(hf, ResponseCache(tmp_path / "responses.sqlite")))
+    assert not hasattr(hf, "model")  # weights dropped through the cache wrapper
+
+    client = OpenAIChatModel("served-model", base_url="http://127.0.0.1:9/v1")  # a local server needs no key
+    release_model(client)
+    assert client.model == "served-model"  # a served model name, not weights: untouched
