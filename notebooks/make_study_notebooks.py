@@ -3,7 +3,7 @@
     .venv/bin/python notebooks/make_study_notebooks.py
 
 The notebooks are views: an install cell that only acts on Colab/Kaggle, a `parameters` cell
-(papermill overrides `profile`), then calls into `supersede_lib.studies` and display. Edit the
+(papermill overrides `profile`), then calls into `supersede_lib.studies.common` and display. Edit the
 cells here and re-run this script rather than editing the .ipynb files by hand.
 """
 
@@ -59,14 +59,14 @@ PARAMETERS_CELL = """\
 profile = "local\""""
 
 
-def imports_cell(modules: str = "studies") -> str:
+def imports_cell(modules: str = "common as studies") -> str:
     """Imports, the display helpers every notebook uses, and the profile banner."""
     return f"""\
 from IPython.display import Image, Markdown, display
 
-from supersede_lib import {modules}
-from supersede_lib.report import markdown_table
-from supersede_lib.studies import profile_banner
+from supersede_lib.studies import {modules}
+from supersede_lib.studies.report import markdown_table
+from supersede_lib.studies.common import profile_banner
 
 
 def show(frame, title=None):
@@ -134,7 +134,7 @@ def data_notebook() -> nbformat.NotebookNode:
                 "(re-run this cell after 02)."
             ),
             new_code_cell(
-                "from supersede_lib import explorer\n\n"
+                "from supersede_lib.present import explorer\n\n"
                 "explorer.episode_explorer(overview.episodes, studies.latest_trajectories(profile))"
             ),
             new_code_cell("print('outputs:', overview.output_dir)"),
@@ -270,7 +270,7 @@ def training_notebook() -> nbformat.NotebookNode:
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
-        modules="training_study",
+        modules="training as training_study",
     )
 
 
@@ -302,7 +302,7 @@ def transfer_notebook() -> nbformat.NotebookNode:
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
-        modules="training_study",
+        modules="training as training_study",
     )
 
 

@@ -3,7 +3,7 @@
     python -m supersede_lib.bench                  # defaults below; writes outputs/bench/bench.json
     python -m supersede_lib.bench --full-sequential --latency 0.1
 
-1. Concurrency, against `fake_server.FakeOpenAIServer` on 127.0.0.1 with a fixed per-call latency
+1. Concurrency, against `fake_server.LocalOpenAIServer` on 127.0.0.1 with a fixed per-call latency
    (in a child process, so its threads do not share the runner's interpreter lock):
    78 synthetic bounded-memory questions (the size of LongMemEval knowledge-update) run
    sequentially, at `--concurrency` (16) and with every question in flight at once, then a fully
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.agents import package_versions, run_condition
 from supersede_lib.episode import Episode
+from supersede_lib.eval.runner import package_versions, run_condition
 
 DEFAULT_OUTPUT_DIR = Path("outputs") / "bench"
 FAKE_KEY_ENV = "SUPERSEDE_BENCH_FAKE_KEY"  # unset on purpose: local servers take a placeholder key
@@ -56,9 +56,9 @@ def makespan_bound_s(chains: list[int], concurrency: int, latency_s: float) -> f
 
 def _serve_fake(latency_s: float, connection: Any) -> None:
     """Child process: run the fake server (its own GIL, off the runner's core) until told to stop."""
-    from supersede_lib.fake_server import FakeOpenAIServer
+    from supersede_lib.models.local_server import LocalOpenAIServer
 
-    with FakeOpenAIServer(latency_s=latency_s) as server:
+    with LocalOpenAIServer(latency_s=latency_s) as server:
         connection.send(server.base_url)
         while connection.recv() != "stop":
             connection.send(server.request_count)
@@ -66,7 +66,7 @@ def _serve_fake(latency_s: float, connection: Any) -> None:
 
 
 class FakeServerProcess:
-    """`FakeOpenAIServer` in a child process, so the server's threads do not compete with the runner."""
+    """`LocalOpenAIServer` in a child process, so the server's threads do not compete with the runner."""
 
     def __init__(self, latency_s: float) -> None:
         context = multiprocessing.get_context("spawn")
@@ -106,9 +106,9 @@ def concurrency_bench(
     seed: int,
 ) -> dict[str, Any]:
     """Sequential vs concurrent vs cached wall times against the fake server."""
-    from supersede_lib.cache import CachedChatModel, ResponseCache
-    from supersede_lib.clients import OpenAIChatModel
-    from supersede_lib.synthetic import generate_episodes
+    from supersede_lib.data.synthetic import generate_episodes
+    from supersede_lib.models.cache import CachedChatModel, ResponseCache
+    from supersede_lib.models.openai_api import OpenAIChatModel
 
     episodes = generate_episodes(n_questions, seed=seed, difficulty="medium")
     chains = [calls_per_question(episode) for episode in episodes]
@@ -220,8 +220,8 @@ def embedded_overhead_bench(seed: int) -> dict[str, Any]:
     path = smallest_gguf()
     if path is None:
         return {"skipped": "no GGUF model file found (run provision-models.sh or set SUPERSEDE_MODEL_DIR)"}
-    from supersede_lib.clients import EmbeddedGGUFModel
-    from supersede_lib.synthetic import generate_episodes
+    from supersede_lib.data.synthetic import generate_episodes
+    from supersede_lib.models.openai_api import EmbeddedGGUFModel
 
     model = EmbeddedGGUFModel(path, n_ctx=4096)
     model.load()  # loading is a one-off cost, not per-call harness overhead

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import verifiers as vf
 
 from supersede_lib.episode import Episode
+from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.rollout import Rollout, make_rollout, notes_budget_for
-from supersede_lib.scoring import score_episode_answer
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -264,14 +264,14 @@ def load_environment(
     Remaining keyword arguments go to the environment (e.g. `timeout_seconds`, `sampling_args`).
     """
     if mode == "eval":
-        from supersede_lib.data import load_longmemeval
+        from supersede_lib.data.longmemeval import load_longmemeval
 
         limit = max_examples if max_examples > 0 else None
         episodes = load_longmemeval(
             split=split, question_type=question_type, local_path=data_path, limit=limit
         )
     elif mode == "train":
-        from supersede_lib.synthetic import generate_episodes
+        from supersede_lib.data.synthetic import generate_episodes
 
         episodes = generate_episodes(num_train_examples, seed=seed, difficulty=difficulty)
     else:

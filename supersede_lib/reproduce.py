@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from supersede_lib import profiles
+from supersede_lib.studies import profiles
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
 KERNEL_NAME = "python3"
@@ -110,7 +110,7 @@ def reproduce(
         run.executed.append(output)
         log(f"[{index}/{len(paths)}] {notebook.name} done in {run.seconds[notebook.name]:.1f} s -> {output}")
     if write_report:
-        from supersede_lib.report import write_report as write
+        from supersede_lib.studies.report import write_report as write
 
         run.report = write(profile)
         log(f"report: {run.report}")

@@ -1,7 +1,7 @@
 """The runner: rows, trajectories, output files, concurrency, judge columns, Jupyter-safe sync call.
 
 The first part drives a small scripted in-process ChatModel; the second goes over HTTP to
-`fake_server.FakeOpenAIServer` through `clients.OpenAIChatModel`: the exact requests on the wire
+`fake_server.LocalOpenAIServer` through `clients.OpenAIChatModel`: the exact requests on the wire
 (no re-feed), cached re-runs, and a run killed with SIGKILL then resumed from the cache.
 """
 
@@ -19,8 +19,10 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from supersede_lib import agents
-from supersede_lib.agents import (
+from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.eval import runner as agents
+from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.eval.runner import (
     ROW_COLUMNS,
     arun_rollout,
     notes_holdings,
@@ -29,12 +31,10 @@ from supersede_lib.agents import (
     run_condition,
     run_conditions,
 )
-from supersede_lib.cache import CachedChatModel, ResponseCache
-from supersede_lib.chat import ChatModel, ChatResult
-from supersede_lib.clients import ModelConfigError, OpenAIChatModel
-from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.fake_server import FakeOpenAIServer
-from supersede_lib.judge import LongMemEvalJudge
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.chat import ChatModel, ChatResult
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import ModelConfigError, OpenAIChatModel
 from supersede_lib.rollout import BoundedMemoryRollout
 
 CITY_PATTERN = re.compile(r"my city is (\w+)")
@@ -286,7 +286,7 @@ def test_model_error_propagates_unchanged() -> None:
 
 
 def test_a_prompt_too_long_for_the_model_fails_that_question_only(tmp_path) -> None:
-    from supersede_lib.clients import ContextOverflowError
+    from supersede_lib.models.openai_api import ContextOverflowError
 
     class SmallWindow(CityModel):
         """Fits one session, not a whole history: full context overflows on the long episode."""
@@ -357,7 +357,7 @@ def city_responder(messages) -> str:
     return CityModel()._reply(messages)
 
 
-def _http_model(server: FakeOpenAIServer, name: str = "fake-model") -> OpenAIChatModel:
+def _http_model(server: LocalOpenAIServer, name: str = "fake-model") -> OpenAIChatModel:
     return OpenAIChatModel(name, base_url=server.base_url, api_key_env=NO_KEY_ENV)
 
 
@@ -368,7 +368,7 @@ def _request_text(body: dict) -> str:
 def test_http_run_rows_files_and_no_refeed_on_the_wire(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv(NO_KEY_ENV, raising=False)
     episodes = [make_episode(f"ep-{index}", n_sessions=3 + index % 2) for index in range(6)]
-    with FakeOpenAIServer(latency_s=0.02, responder=city_responder) as server:
+    with LocalOpenAIServer(latency_s=0.02, responder=city_responder) as server:
         frame = run_condition(
             episodes, "bounded_memory", _http_model(server), concurrency=4, output_dir=tmp_path, run_name="http",
             progress=False,
@@ -404,7 +404,7 @@ def test_http_run_rows_files_and_no_refeed_on_the_wire(tmp_path, monkeypatch) ->
 def test_cached_rerun_makes_zero_server_calls(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv(NO_KEY_ENV, raising=False)
     episodes = [make_episode(f"ep-{index}") for index in range(4)]
-    with FakeOpenAIServer(latency_s=0.0) as server:
+    with LocalOpenAIServer(latency_s=0.0) as server:
         cache_path = tmp_path / "cache.sqlite"
         first = run_condition(
             episodes,
@@ -430,9 +430,9 @@ def test_cached_rerun_makes_zero_server_calls(tmp_path, monkeypatch) -> None:
 
 KILLABLE_RUN = """
 import json, sys
-from supersede_lib.agents import run_condition
-from supersede_lib.cache import CachedChatModel, ResponseCache
-from supersede_lib.clients import OpenAIChatModel
+from supersede_lib.eval.runner import run_condition
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.episode import Episode
 
 base_url, cache_path, episodes_path = sys.argv[1:4]
@@ -457,7 +457,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path, monkeypat
     script = tmp_path / "killable_run.py"
     script.write_text(KILLABLE_RUN)
 
-    with FakeOpenAIServer(latency_s=0.05, responder=city_responder) as server:
+    with LocalOpenAIServer(latency_s=0.05, responder=city_responder) as server:
         process = subprocess.Popen(
             [sys.executable, str(script), server.base_url, str(cache_path), str(episodes_path)],
             stdout=subprocess.PIPE,
@@ -491,7 +491,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path, monkeypat
     assert sum(count - 1 for count in prompt_counts.values()) == requests_before_kill - finished_before_kill
     assert int(resumed["cached_calls"].sum()) == finished_before_kill
 
-    with FakeOpenAIServer(latency_s=0.0, responder=city_responder) as fresh_server:
+    with LocalOpenAIServer(latency_s=0.0, responder=city_responder) as fresh_server:
         uninterrupted = run_condition(
             episodes,
             "bounded_memory",
@@ -511,7 +511,7 @@ def test_missing_key_is_one_line_naming_the_variable(monkeypatch) -> None:
 def test_rejected_key_surfaces_from_run_condition_as_one_line(monkeypatch) -> None:
     monkeypatch.setenv("SUPERSEDE_TEST_WRONG_KEY", "wrong")
     episodes = [make_episode(f"ep-{index}") for index in range(5)]
-    with FakeOpenAIServer(api_key="right") as server:
+    with LocalOpenAIServer(api_key="right") as server:
         model = OpenAIChatModel(
             "fake-model", base_url=server.base_url, api_key_env="SUPERSEDE_TEST_WRONG_KEY"
         )

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from supersede_lib.cache import CachedChatModel, ResponseCache, cache_key
-from supersede_lib.chat import ChatModel, ChatResult
-from supersede_lib.clients import OpenAIChatModel
-from supersede_lib.fake_server import FakeOpenAIServer
+from supersede_lib.models.cache import CachedChatModel, ResponseCache, cache_key
+from supersede_lib.models.chat import ChatModel, ChatResult
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
 
@@ -93,7 +93,9 @@ def test_cached_model_makes_zero_server_calls_on_a_rerun(tmp_path):
     async def run_all(model):
         return await asyncio.gather(*(model.achat(messages, max_tokens=20) for messages in requests))
 
-    with FakeOpenAIServer(latency_s=0.01, responder=lambda messages: messages[-1]["content"][::-1]) as server:
+    with LocalOpenAIServer(
+        latency_s=0.01, responder=lambda messages: messages[-1]["content"][::-1]
+    ) as server:
         first_model = CachedChatModel(
             OpenAIChatModel("fake-model", base_url=server.base_url), ResponseCache(tmp_path / "c.db")
         )

@@ -9,10 +9,11 @@ import types
 
 import pytest
 
-from supersede_lib import clients
-from supersede_lib.cache import CachedChatModel
-from supersede_lib.chat import ChatModel
-from supersede_lib.clients import (
+from supersede_lib.models import openai_api as clients
+from supersede_lib.models.cache import CachedChatModel
+from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import (
     ContextOverflowError,
     EmbeddedGGUFModel,
     ModelCallError,
@@ -23,7 +24,6 @@ from supersede_lib.clients import (
     make_chat_model,
     resolve_default_gguf,
 )
-from supersede_lib.fake_server import FakeOpenAIServer
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -63,7 +63,7 @@ def _free_port() -> int:
 
 def test_success_returns_text_tokens_and_sends_seed_and_limits():
     sleep = RecordedSleep()
-    with FakeOpenAIServer(responder=lambda messages: "hi there") as server:
+    with LocalOpenAIServer(responder=lambda messages: "hi there") as server:
         model = _model(server, sleep)
         result = asyncio.run(model.achat(MESSAGES, max_tokens=7, temperature=0.0, seed=11))
     assert isinstance(model, ChatModel)
@@ -77,7 +77,7 @@ def test_success_returns_text_tokens_and_sends_seed_and_limits():
 
 
 def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
-    with FakeOpenAIServer() as server:
+    with LocalOpenAIServer() as server:
         model = OpenAIChatModel("gpt-5.4", base_url=server.base_url, reasoning_effort="low")
         asyncio.run(model.achat(MESSAGES, max_tokens=64, temperature=0.0, seed=2))
     body = server.requests[0]
@@ -86,7 +86,7 @@ def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
 
 
 def test_extra_params_are_sent():
-    with FakeOpenAIServer() as server:
+    with LocalOpenAIServer() as server:
         model = OpenAIChatModel("fake-model", base_url=server.base_url, extra_params={"top_p": 0.5})
         asyncio.run(model.achat(MESSAGES))
     assert server.requests[0]["top_p"] == 0.5
@@ -95,7 +95,7 @@ def test_extra_params_are_sent():
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
 def test_bursts_of_transient_errors_are_retried_with_growing_backoff(status):
     sleep = RecordedSleep()
-    with FakeOpenAIServer(failures=[("status", status)] * 3, responder=lambda messages: "done") as server:
+    with LocalOpenAIServer(failures=[("status", status)] * 3, responder=lambda messages: "done") as server:
         model = _model(server, sleep)
         result = asyncio.run(model.achat(MESSAGES))
     assert result.text == "done"
@@ -115,7 +115,7 @@ def test_full_jitter_stays_within_the_capped_exponential_window():
 
 def test_retry_after_header_sets_the_minimum_wait():
     sleep = RecordedSleep()
-    with FakeOpenAIServer(failures=[("retry_after", 4)]) as server:
+    with LocalOpenAIServer(failures=[("retry_after", 4)]) as server:
         asyncio.run(_model(server, sleep, jitter=lambda: 0.0).achat(MESSAGES))
     assert sleep.delays == [4.0]
 
@@ -123,7 +123,7 @@ def test_retry_after_header_sets_the_minimum_wait():
 @pytest.mark.parametrize("failure", [("malformed", None), ("missing_choices", None), ("close", None)])
 def test_malformed_or_dropped_replies_are_retried(failure):
     sleep = RecordedSleep()
-    with FakeOpenAIServer(failures=[failure, failure], responder=lambda messages: "ok") as server:
+    with LocalOpenAIServer(failures=[failure, failure], responder=lambda messages: "ok") as server:
         result = asyncio.run(_model(server, sleep).achat(MESSAGES))
     assert result.text == "ok"
     assert server.request_count == 3
@@ -132,7 +132,7 @@ def test_malformed_or_dropped_replies_are_retried(failure):
 
 def test_timeouts_are_retried():
     sleep = RecordedSleep()
-    with FakeOpenAIServer(failures=[("sleep", 1.5)], responder=lambda messages: "late but fine") as server:
+    with LocalOpenAIServer(failures=[("sleep", 1.5)], responder=lambda messages: "late but fine") as server:
         result = asyncio.run(_model(server, sleep, timeout_s=0.2).achat(MESSAGES))
     assert result.text == "late but fine"
     assert server.request_count == 2
@@ -141,7 +141,7 @@ def test_timeouts_are_retried():
 
 def test_giving_up_after_max_retries_raises_model_call_error():
     sleep = RecordedSleep()
-    with FakeOpenAIServer(failures=[("status", 500)] * 10) as server:
+    with LocalOpenAIServer(failures=[("status", 500)] * 10) as server:
         with pytest.raises(ModelCallError, match="after 3 attempts"):
             asyncio.run(_model(server, sleep, max_retries=2).achat(MESSAGES))
     assert server.request_count == 3
@@ -153,7 +153,7 @@ def test_giving_up_after_max_retries_raises_model_call_error():
 )
 def test_permanent_errors_raise_config_error_without_retry(status, fragment):
     sleep = RecordedSleep()
-    with FakeOpenAIServer(failures=[("status", status)]) as server:
+    with LocalOpenAIServer(failures=[("status", status)]) as server:
         with pytest.raises(ModelConfigError, match=fragment) as raised:
             asyncio.run(_model(server, sleep).achat(MESSAGES))
     assert server.request_count == 1
@@ -180,10 +180,10 @@ def test_missing_key_for_a_remote_endpoint_fails_before_any_call(monkeypatch):
 
 
 def test_missing_key_is_fine_for_a_local_server_and_a_set_key_is_sent(monkeypatch):
-    with FakeOpenAIServer(api_key="EMPTY") as server:
+    with LocalOpenAIServer(api_key="EMPTY") as server:
         asyncio.run(OpenAIChatModel("fake-model", base_url=server.base_url).achat(MESSAGES))
     monkeypatch.setenv("MY_KEY", "sk-test")
-    with FakeOpenAIServer(api_key="sk-test") as server:
+    with LocalOpenAIServer(api_key="sk-test") as server:
         result = asyncio.run(
             OpenAIChatModel("fake-model", base_url=server.base_url, api_key_env="MY_KEY").achat(MESSAGES)
         )
@@ -201,7 +201,7 @@ def test_unreachable_server_raises_config_error_naming_the_url():
 
 
 def test_one_model_survives_several_event_loops():
-    with FakeOpenAIServer(responder=lambda messages: "again") as server:
+    with LocalOpenAIServer(responder=lambda messages: "again") as server:
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
         first = asyncio.run(model.achat(MESSAGES))
         second = asyncio.run(model.achat(MESSAGES))
@@ -209,7 +209,7 @@ def test_one_model_survives_several_event_loops():
 
 
 def test_concurrent_calls_share_one_model():
-    with FakeOpenAIServer(
+    with LocalOpenAIServer(
         latency_s=0.05, responder=lambda messages: messages[-1]["content"].upper()
     ) as server:
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
@@ -414,7 +414,7 @@ def test_make_model_rejects_unknown_backends_and_keys(monkeypatch):
 
 
 def test_make_hf_model_delegates_lazily(monkeypatch):
-    from supersede_lib.hf_model import HFChatModel as real_hf_chat_model
+    from supersede_lib.models.hf import HFChatModel as real_hf_chat_model
 
     received = {}
 
@@ -423,9 +423,9 @@ def test_make_hf_model_delegates_lazily(monkeypatch):
             received.update(kwargs)
             self.name = "hf"
 
-    fake_module = types.ModuleType("supersede_lib.hf_model")
+    fake_module = types.ModuleType("supersede_lib.models.hf")
     fake_module.HFChatModel = FakeHFChatModel
-    monkeypatch.setitem(sys.modules, "supersede_lib.hf_model", fake_module)
+    monkeypatch.setitem(sys.modules, "supersede_lib.models.hf", fake_module)
     model = make_chat_model({"backend": "hf", "model": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"})
     assert isinstance(model, FakeHFChatModel)
     assert received == {"model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"}
@@ -434,7 +434,7 @@ def test_make_hf_model_delegates_lazily(monkeypatch):
 
 
 def test_make_model_with_cache_path_wraps_in_cache(tmp_path):
-    with FakeOpenAIServer() as server:
+    with LocalOpenAIServer() as server:
         model = make_chat_model(
             {"model": "fake-model", "base_url": server.base_url, "cache_path": tmp_path / "c.db"}
         )

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from huggingface_hub.errors import LocalEntryNotFoundError
 
-from supersede_lib import data, episode
-from supersede_lib.data import (
+from supersede_lib import episode
+from supersede_lib.data import longmemeval as data
+from supersede_lib.data.longmemeval import (
     DataUnavailableError,
     LongMemEvalFormatError,
     dataset_statistics,
@@ -46,12 +47,6 @@ def _by_id(episodes: list[episode.Episode]) -> dict[str, episode.Episode]:
 # ---------------------------------------------------------------------------------------------
 # Converting well-formed records
 # ---------------------------------------------------------------------------------------------
-
-
-def test_data_reexports_the_shared_record_types() -> None:
-    assert data.Episode is episode.Episode
-    assert data.Session is episode.Session
-    assert data.Turn is episode.Turn
 
 
 def test_oracle_fixture_loads_knowledge_update_items_with_sessions_in_date_order() -> None:

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from supersede_lib.diagnostics import (
+from supersede_lib.eval.diagnostics import (
     FAILURE_CLASSES,
     classify_failure,
     echoes_prompt_example,

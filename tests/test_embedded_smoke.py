@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib.clients import MODEL_DIR_ENV, EmbeddedGGUFModel, OpenAIChatModel, default_model_dir
+from supersede_lib.models.openai_api import (
+    MODEL_DIR_ENV,
+    EmbeddedGGUFModel,
+    OpenAIChatModel,
+    default_model_dir,
+)
 
 pytestmark = pytest.mark.realmodel
 

@@ -20,7 +20,7 @@ from supersede_lib.environment import (  # noqa: E402
     rollout_from_info,
 )
 from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
-from supersede_lib.fake_server import FakeOpenAIServer  # noqa: E402
+from supersede_lib.models.local_server import LocalOpenAIServer  # noqa: E402
 
 CITIES = ("Lisbon", "Oslo", "Kyoto")  # the city of session k; the last one is current
 
@@ -65,7 +65,7 @@ def _responder(answer: str):
     return respond
 
 
-def _evaluate(env: SupersedeEnv, server: FakeOpenAIServer, **kwargs) -> list[dict]:
+def _evaluate(env: SupersedeEnv, server: LocalOpenAIServer, **kwargs) -> list[dict]:
     client = vf.ClientConfig(api_key_var="SUPERSEDE_TEST_KEY", api_base_url=server.base_url)
     results = env.evaluate_sync(
         client=client, model="fake-model", state_columns=["supersede_turns"], **kwargs
@@ -114,7 +114,7 @@ def test_bad_input_names_the_record_and_field() -> None:
 
 def test_bounded_memory_sends_each_session_once_and_answers_from_notes() -> None:
     env = make_environment([_episode(3)], stale_penalty_weight=0.5)
-    with FakeOpenAIServer(responder=_responder("You live in Kyoto.")) as server:
+    with LocalOpenAIServer(responder=_responder("You live in Kyoto.")) as server:
         (output,) = _evaluate(env, server)
         sent = [body for body in server.requests if "messages" in body]
 
@@ -146,7 +146,7 @@ def test_bounded_memory_sends_each_session_once_and_answers_from_notes() -> None
 
 def test_full_context_is_one_call_with_every_session() -> None:
     env = make_environment([_episode(3)], full_context=True)
-    with FakeOpenAIServer(responder=_responder("Kyoto")) as server:
+    with LocalOpenAIServer(responder=_responder("Kyoto")) as server:
         (output,) = _evaluate(env, server)
         sent = [body for body in server.requests if "messages" in body]
     assert len(sent) == 1
@@ -157,7 +157,7 @@ def test_full_context_is_one_call_with_every_session() -> None:
 
 def test_stale_answer_is_penalised_with_lambda() -> None:
     env = make_environment([_episode(3)], stale_penalty_weight=0.5)
-    with FakeOpenAIServer(responder=_responder("You live in Oslo.")) as server:
+    with LocalOpenAIServer(responder=_responder("You live in Oslo.")) as server:
         (output,) = _evaluate(env, server)
     assert output["metrics"]["answered_current"] == 0.0
     assert output["metrics"]["stale_penalty"] == -1.0
@@ -174,7 +174,7 @@ def test_abstention_item_rewards_saying_unknown() -> None:
         is_abstention=True,
     )
     env = make_environment([abstention])
-    with FakeOpenAIServer(responder=_responder("I don't know, you never told me.")) as server:
+    with LocalOpenAIServer(responder=_responder("I don't know, you never told me.")) as server:
         (output,) = _evaluate(env, server)
     assert output["metrics"]["answered_current"] == 1.0
     assert output["reward"] == pytest.approx(1.0)
@@ -195,7 +195,7 @@ def test_env_response_steps_the_rollout_and_prompts_come_from_the_core() -> None
         return await original_prompt(state)
 
     env.env_response, env.get_prompt_messages = counting_env_response, counting_prompt
-    with FakeOpenAIServer(responder=_responder("Kyoto")) as server:
+    with LocalOpenAIServer(responder=_responder("Kyoto")) as server:
         (output,) = _evaluate(env, server)
     assert calls == {"env_response": 4, "get_prompt_messages": 5}  # 4 replies fed; 4 prompts + final
     assert [turn["notes_after"] for turn in output["supersede_turns"][:3]] == [
@@ -209,7 +209,7 @@ def test_env_response_steps_the_rollout_and_prompts_come_from_the_core() -> None
 
 def test_empty_reply_ends_rollout_with_zero_reward() -> None:
     env = make_environment([_episode(2)])
-    with FakeOpenAIServer(responder=lambda messages: "") as server:
+    with LocalOpenAIServer(responder=lambda messages: "") as server:
         (output,) = _evaluate(env, server)
         sent = [body for body in server.requests if "messages" in body]
     assert len(sent) == 1
@@ -275,7 +275,7 @@ def test_vf_eval_cli_runs_offline_against_the_fake_server(
         env_args = {**env_args, "data_path": str(_write_longmemeval_file(tmp_path))}
     vf_eval = Path(sys.executable).with_name("vf-eval")
     output_dir = tmp_path / "runs"
-    with FakeOpenAIServer() as server:
+    with LocalOpenAIServer() as server:
         command = [
             str(vf_eval), "supersede", "-m", "fake-model", "-b", server.base_url, "-k", "SUPERSEDE_TEST_KEY",
             "-n", "2", "-r", "1", "-c", "2", "--disable-tui", "-s", "-o", str(output_dir),

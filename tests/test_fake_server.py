@@ -11,7 +11,7 @@ import pytest
 
 from supersede_lib import prompts
 from supersede_lib.episode import Session, Turn
-from supersede_lib.fake_server import UNKNOWN_ANSWER, FakeOpenAIServer, default_responder
+from supersede_lib.models.local_server import UNKNOWN_ANSWER, LocalOpenAIServer, default_responder
 
 
 def _post(url: str, body: bytes, timeout: float = 10) -> tuple[int, bytes]:
@@ -28,7 +28,7 @@ def _chat_body(content: str = "hello") -> bytes:
 
 
 def test_sdk_parses_reply_and_models_list():
-    with FakeOpenAIServer(responder=lambda messages: "pong") as server:
+    with LocalOpenAIServer(responder=lambda messages: "pong") as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
         completion = client.chat.completions.create(
             model="fake-model", messages=[{"role": "user", "content": "ping"}], seed=3
@@ -54,7 +54,7 @@ def test_handles_sixteen_concurrent_requests():
         barrier.wait()
         return "together"
 
-    with FakeOpenAIServer(responder=responder) as server:
+    with LocalOpenAIServer(responder=responder) as server:
         url = server.base_url + "/chat/completions"
         with ThreadPoolExecutor(max_workers=16) as pool:
             replies = list(pool.map(lambda index: _post(url, _chat_body(str(index)), timeout=30), range(16)))
@@ -65,7 +65,7 @@ def test_handles_sixteen_concurrent_requests():
 
 def test_scripted_failures_are_consumed_in_order_then_normal_replies():
     failures = [("status", 429), ("status", 503), ("malformed", None), ("missing_choices", None)]
-    with FakeOpenAIServer(failures=failures, responder=lambda messages: "fine") as server:
+    with LocalOpenAIServer(failures=failures, responder=lambda messages: "fine") as server:
         url = server.base_url + "/chat/completions"
         replies = [_post(url, _chat_body()) for _ in range(5)]
         assert server.pending_failures == 0
@@ -79,7 +79,7 @@ def test_scripted_failures_are_consumed_in_order_then_normal_replies():
 
 
 def test_retry_after_header_and_api_key_check():
-    with FakeOpenAIServer(failures=[("retry_after", 2)], api_key="secret") as server:
+    with LocalOpenAIServer(failures=[("retry_after", 2)], api_key="secret") as server:
         request = urllib.request.Request(
             server.base_url + "/chat/completions",
             data=_chat_body(),
@@ -99,11 +99,11 @@ def test_retry_after_header_and_api_key_check():
 )
 def test_bad_failure_scripts_are_rejected(bad_failures, fragment):
     with pytest.raises(ValueError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
-        FakeOpenAIServer(failures=bad_failures)
+        LocalOpenAIServer(failures=bad_failures)
 
 
 def test_bad_request_bodies_get_400_not_a_crash():
-    with FakeOpenAIServer() as server:
+    with LocalOpenAIServer() as server:
         not_json = _post(server.base_url + "/chat/completions", b"{oops")
         no_messages = _post(server.base_url + "/chat/completions", json.dumps({"model": "m"}).encode())
         wrong_route = _post(server.base_url + "/nowhere", _chat_body())
@@ -114,7 +114,7 @@ def test_bad_request_bodies_get_400_not_a_crash():
 
 def test_base_url_before_start_is_a_clear_error():
     with pytest.raises(RuntimeError, match="not running"):
-        FakeOpenAIServer().base_url  # noqa: B018
+        LocalOpenAIServer().base_url  # noqa: B018
 
 
 def _session(*user_lines: str) -> Session:

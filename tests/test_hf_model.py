@@ -10,14 +10,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from supersede_lib.chat import ChatModel  # noqa: E402
-from supersede_lib.hf_model import (  # noqa: E402
+from supersede_lib.models.chat import ChatModel  # noqa: E402
+from supersede_lib.models.hf import (  # noqa: E402
     HFChatModel,
     adapter_file_fingerprint,
     materialize_gguf,
     split_gguf_path,
 )
-from supersede_lib.tiny_model import build_tiny_model  # noqa: E402
+from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "Answer briefly."},
@@ -134,7 +134,7 @@ def test_split_gguf_path() -> None:
 @pytest.mark.slow
 @pytest.mark.realmodel
 def test_a_gguf_file_loads_and_answers(tmp_path: Path) -> None:
-    from supersede_lib.training import model_dir
+    from supersede_lib.train.grpo import model_dir
 
     path = model_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not path.exists():
@@ -148,9 +148,9 @@ def test_a_gguf_file_loads_and_answers(tmp_path: Path) -> None:
 def test_release_model_frees_in_process_weights_and_leaves_api_clients_alone(
     tiny_path: Path, tmp_path: Path
 ) -> None:
-    from supersede_lib.cache import CachedChatModel, ResponseCache
-    from supersede_lib.clients import OpenAIChatModel
-    from supersede_lib.studies import release_model
+    from supersede_lib.models.cache import CachedChatModel, ResponseCache
+    from supersede_lib.models.openai_api import OpenAIChatModel
+    from supersede_lib.studies.common import release_model
 
     hf = HFChatModel(str(tiny_path), device="cpu")
     release_model(CachedChatModel(hf, ResponseCache(tmp_path / "responses.sqlite")))

@@ -5,9 +5,8 @@ import asyncio
 import pandas as pd
 import pytest
 
-from supersede_lib.chat import ChatResult
 from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.judge import (
+from supersede_lib.eval.judge import (
     ABSTENTION_TEMPLATE,
     KNOWLEDGE_UPDATE_TEMPLATE,
     LongMemEvalJudge,
@@ -15,6 +14,7 @@ from supersede_lib.judge import (
     agreement_from_pairs,
     reply_says_yes,
 )
+from supersede_lib.models.chat import ChatResult
 
 
 class RecordingJudgeModel:

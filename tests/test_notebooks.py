@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from supersede_lib import profiles, reproduce
+from supersede_lib import reproduce
+from supersede_lib.studies import profiles
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
 STUDY_NOTEBOOKS = (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from supersede_lib import report
+from supersede_lib.studies import report
 
 
 def _write_study(root: Path, notebook: str, *, tables: dict[str, str], numbers: list[dict]) -> Path:
@@ -87,7 +87,7 @@ def test_write_report_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_report_rejects_unknown_profile(tmp_path: Path) -> None:
-    from supersede_lib.profiles import ProfileError
+    from supersede_lib.studies.profiles import ProfileError
 
     with pytest.raises(ProfileError, match="no profile 'nope'"):
         report.build_report("nope", output_root=tmp_path)

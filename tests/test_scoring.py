@@ -4,7 +4,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from supersede_lib.scoring import (
+from supersede_lib.eval.matcher import (
     MAX_ANSWER_CHARS,
     Score,
     conveys_value,
@@ -502,7 +502,7 @@ def test_mentioning_both_values_never_beats_committing_to_one(template, values) 
 
 def test_score_episode_answer_uses_the_episode_fields() -> None:
     from supersede_lib.episode import Episode
-    from supersede_lib.scoring import score_episode_answer
+    from supersede_lib.eval.matcher import score_episode_answer
 
     episode = Episode(
         episode_id="e",

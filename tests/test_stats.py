@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, chi2
 
-from supersede_lib.stats import (
+from supersede_lib.eval.stats import (
     BootstrapResult,
     McNemarResult,
     accuracy_table,

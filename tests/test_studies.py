@@ -15,11 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from supersede_lib import paper_results, profiles, studies
-from supersede_lib.agents import read_trajectories
-from supersede_lib.chat import ChatResult
 from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.explorer import episode_explorer, episode_step_html, index_trajectories
+from supersede_lib.eval.runner import read_trajectories
+from supersede_lib.models.chat import ChatResult
+from supersede_lib.present.explorer import episode_explorer, episode_step_html, index_trajectories
+from supersede_lib.studies import common as studies
+from supersede_lib.studies import paper_results, profiles
 
 SMOKE = profiles.load_profile("smoke")
 
@@ -244,7 +245,7 @@ def test_saturation_check_runs_full_context_on_templated_episodes(
 
 
 def test_data_overview_statistics_and_generator_samples(output_root: Path) -> None:
-    from supersede_lib import synthetic
+    from supersede_lib.data import synthetic
 
     overview = studies.data_overview("smoke")
     directory = overview.output_dir

@@ -16,11 +16,11 @@ pytest.importorskip("peft")
 
 from transformers import TrainerCallback  # noqa: E402
 
-from supersede_lib import synthetic  # noqa: E402
+from supersede_lib.data import synthetic  # noqa: E402
 from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
+from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
-from supersede_lib.tiny_model import build_tiny_model  # noqa: E402
-from supersede_lib.training import (  # noqa: E402
+from supersede_lib.train.grpo import (  # noqa: E402
     Curriculum,
     TrainingConfig,
     TrajectoryRecord,
@@ -215,7 +215,7 @@ def test_a_run_directory_refuses_a_different_config(smoke_run) -> None:
 
 
 def test_saved_adapters_load_for_transfer_evaluation(smoke_run, tiny_model_path: Path) -> None:
-    from supersede_lib.hf_model import HFChatModel
+    from supersede_lib.models.hf import HFChatModel
 
     config, result = smoke_run
     step, adapter = result.checkpoints[-1]
@@ -350,8 +350,8 @@ def test_the_loss_sees_exactly_the_rollout_core_prompts(tiny_model_path: Path, t
 
 
 def test_the_default_reward_is_the_environment_rubric() -> None:
-    scoring = pytest.importorskip("supersede_lib.scoring")
-    from supersede_lib.training import rubric_scorer
+    scoring = pytest.importorskip("supersede_lib.eval.matcher")
+    from supersede_lib.train.grpo import rubric_scorer
 
     episode = _hand_episode(2)
     rollout = BoundedMemoryRollout(episode, 100)
@@ -432,7 +432,7 @@ def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from supersede_lib import training
+    from supersede_lib.train import grpo as training
 
     calls: dict[str, dict] = {}
 
@@ -467,7 +467,7 @@ def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
 def test_asking_for_unsloth_without_cuda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from supersede_lib import training
+    from supersede_lib.train import grpo as training
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):

@@ -11,8 +11,9 @@ import pytest
 
 pytest.importorskip("trl")
 
-from supersede_lib import profiles, training_study  # noqa: E402
-from supersede_lib.training import TrainingConfig  # noqa: E402
+from supersede_lib.studies import profiles
+from supersede_lib.studies import training as training_study  # noqa: E402
+from supersede_lib.train.grpo import TrainingConfig  # noqa: E402
 
 
 def _profile(**training: object) -> dict:
@@ -209,7 +210,7 @@ def test_checkpoints_are_cached_under_their_adapter_content_not_their_run() -> N
 
 
 def test_transfer_refuses_a_checkpoint_whose_base_weights_differ(tiny_study, monkeypatch) -> None:
-    from supersede_lib import hf_model
+    from supersede_lib.models import hf as hf_model
 
     profile, _, _ = tiny_study
     real = hf_model.HFChatModel.base_fingerprint

@@ -1,4 +1,4 @@
-"""`python -m supersede_lib.report --profile X`: write outputs/<profile>/REPORT.md from files on disk.
+"""`python -m supersede_lib.studies.report --profile X`: write outputs/<profile>/REPORT.md from files on disk.
 
 The report re-runs nothing. It collects what each study notebook wrote (summary.json, the
 Markdown tables beside the paper's numbers, run manifests) and the exact configuration that
@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib import profiles
+from supersede_lib.studies import profiles
 
 STUDY_SECTIONS = (
     ("01_data", "01 · Data: LongMemEval knowledge-update and the procedural generator"),
@@ -153,7 +153,7 @@ def _profile_yaml(profile_name: str) -> str:
 
 
 def _git() -> dict[str, Any]:
-    from supersede_lib.agents import git_commit
+    from supersede_lib.eval.runner import git_commit
 
     return git_commit()
 
@@ -173,7 +173,7 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         f"# Supersede results — profile `{profile_name}`",
         "",
         f"Generated {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} from the files under "
-        f"`outputs/{profile_name}/` by `python -m supersede_lib.report --profile {profile_name}`; "
+        f"`outputs/{profile_name}/` by `python -m supersede_lib.studies.report --profile {profile_name}`; "
         f"git commit `{git.get('commit')}`{' (uncommitted changes)' if git.get('dirty') else ''}.",
         "",
         f"Profile: {profile.get('description', '')} Data: **{profile.get('data_label', '?')}**.",

@@ -1,7 +1,7 @@
 """The one chat interface every model backend implements (OpenAI chat-completions shape).
 
 Backends (remote OpenAI-compatible, embedded GGUF, local transformers) live in
-`supersede_lib.clients`; the runner, judge and environment only see `ChatModel`.
+`supersede_lib.models.openai_api`; the runner, judge and environment only see `ChatModel`.
 """
 
 from __future__ import annotations

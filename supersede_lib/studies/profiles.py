@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from supersede_lib.chat import ChatModel
 from supersede_lib.episode import Episode
+from supersede_lib.models.chat import ChatModel
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
 PROFILES = ("smoke", "offline", "local", "paper")
@@ -77,7 +77,7 @@ def episodes_for(spec: dict[str, Any]) -> list[Episode]:
     source = spec.pop("source", "synthetic")
     count = spec.pop("n", None)
     if source == "longmemeval":
-        from supersede_lib.data import load_longmemeval
+        from supersede_lib.data.longmemeval import load_longmemeval
 
         return load_longmemeval(
             split=spec.get("split", "oracle"),
@@ -86,7 +86,7 @@ def episodes_for(spec: dict[str, Any]) -> list[Episode]:
             limit=count,
         )
     if source == "synthetic":
-        from supersede_lib import synthetic
+        from supersede_lib.data import synthetic
 
         extra = spec.pop("extra_distractor_sessions", 0)
         episodes = synthetic.generate_episodes(
@@ -105,15 +105,15 @@ def model_for(spec: dict[str, Any], profile: dict | None = None, use_cache: bool
     `backend: embedded` with `model_file` looks the GGUF up in SUPERSEDE_MODEL_DIR /
     ~/.cache/supersede/models, else downloads the default from the hub.
     """
-    from supersede_lib import clients
+    from supersede_lib.models import openai_api as clients
 
     spec = dict(spec)
     name = spec.pop("name", None)
     backend = spec.get("backend", "embedded")
     if backend == "fake":
-        from supersede_lib.fake_server import FakeOpenAIServer
+        from supersede_lib.models.local_server import LocalOpenAIServer
 
-        server = FakeOpenAIServer()
+        server = LocalOpenAIServer()
         server.__enter__()
         _fake_servers.append(server)
         model: ChatModel = clients.OpenAIChatModel(
@@ -127,7 +127,7 @@ def model_for(spec: dict[str, Any], profile: dict | None = None, use_cache: bool
             spec["name"] = name
         model = clients.make_chat_model(spec)
     if use_cache and profile is not None:
-        from supersede_lib.cache import CachedChatModel, ResponseCache
+        from supersede_lib.models.cache import CachedChatModel, ResponseCache
 
         model = CachedChatModel(model, ResponseCache(cache_path(profile)))
     return model

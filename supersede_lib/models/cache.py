@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.chat import ChatModel, ChatResult, Message
+from supersede_lib.models.chat import ChatModel, ChatResult, Message
 
 BUSY_TIMEOUT_S = 60.0
 

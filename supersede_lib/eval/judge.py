@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib.chat import ChatModel
 from supersede_lib.episode import Episode
+from supersede_lib.models.chat import ChatModel
 
 DEFAULT_JUDGE_MODEL = "gpt-4o-2024-08-06"
 JUDGE_MAX_TOKENS = 10
@@ -112,7 +112,7 @@ def default_judge(
     model: str = DEFAULT_JUDGE_MODEL, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
 ) -> LongMemEvalJudge:
     """The paper's judge: an OpenAI-compatible endpoint serving `model` (gpt-4o-2024-08-06)."""
-    from supersede_lib.clients import OpenAIChatModel
+    from supersede_lib.models.openai_api import OpenAIChatModel
 
     return LongMemEvalJudge(OpenAIChatModel(model, base_url=base_url, api_key_env=api_key_env))
 

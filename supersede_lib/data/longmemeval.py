@@ -42,7 +42,7 @@ __all__ = [
 DEFAULT_REPO_ID = "xiaowu0162/longmemeval-cleaned"  # the Sept 2025 cleaned re-release
 ORIGINAL_REPO_ID = "xiaowu0162/longmemeval"
 LOCAL_DIR_ENV = "SUPERSEDE_LONGMEMEVAL_DIR"
-DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "longmemeval"
+DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[2] / "data" / "longmemeval"
 
 CLEANED_FILENAMES = {
     "oracle": "longmemeval_oracle.json",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from supersede_lib.chat import ChatModel, ChatResult, Message
+from supersede_lib.models.chat import ChatModel, ChatResult, Message
 
 
 class ModelError(RuntimeError):
@@ -642,13 +642,13 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
             model_path = resolve_default_gguf(model_dir, **lookup)
         model = EmbeddedGGUFModel(model_path, **options)
     else:
-        from supersede_lib.hf_model import HFChatModel
+        from supersede_lib.models.hf import HFChatModel
 
         if "model" in options and "model_name_or_path" not in options:
             options["model_name_or_path"] = options.pop("model")
         model = HFChatModel(**options)
     if cache_path:
-        from supersede_lib.cache import CachedChatModel, ResponseCache
+        from supersede_lib.models.cache import CachedChatModel, ResponseCache
 
         model = CachedChatModel(
             model, ResponseCache(cache_path), backend=getattr(model, "cache_namespace", backend)

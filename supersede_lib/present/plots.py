@@ -149,7 +149,7 @@ def scale_figure(
 
 def failure_breakdown_figure(counts: pd.DataFrame, *, group: str = "model", title: str = "") -> Figure:
     """Stacked bars: share of each failure class per group (from `diagnostics.failure_counts`)."""
-    from supersede_lib.diagnostics import FAILURE_CLASSES
+    from supersede_lib.eval.diagnostics import FAILURE_CLASSES
 
     if group not in counts.columns:
         raise KeyError(f"failure_breakdown_figure needs a {group!r} column; got {list(counts.columns)}")

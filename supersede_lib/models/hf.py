@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.chat import ChatResult, Message
+from supersede_lib.models.chat import ChatResult, Message
 
 GGUF_CACHE_ENV = "SUPERSEDE_HF_CACHE"
 DEFAULT_GGUF_CACHE = Path.home() / ".cache" / "supersede" / "hf"

@@ -30,15 +30,15 @@ from typing import Any, Literal, TypeVar
 import pandas as pd
 from tqdm.auto import tqdm
 
-from supersede_lib.chat import ChatModel, ChatResult
 from supersede_lib.episode import Episode
+from supersede_lib.eval.matcher import conveys_value, score_answer
+from supersede_lib.models.chat import ChatModel, ChatResult
 from supersede_lib.rollout import (
     PAPER_NOTES_BUDGET_CHARS,
     BoundedMemoryRollout,
     Rollout,
     make_rollout,
 )
-from supersede_lib.scoring import conveys_value, score_answer
 
 T = TypeVar("T")
 
@@ -247,7 +247,7 @@ async def arun_rollout(
     A prompt longer than the model's context window ends the rollout without an answer (scored
     as wrong) and is recorded in `outcome.error`: that is the model's limit, not a crash of the run.
     """
-    from supersede_lib.clients import ContextOverflowError
+    from supersede_lib.models.openai_api import ContextOverflowError
 
     if condition is None:
         condition = "bounded_memory" if isinstance(rollout, BoundedMemoryRollout) else "full_context"
@@ -637,7 +637,7 @@ def _now() -> str:
 
 def git_commit(repo_dir: Path | None = None) -> dict[str, Any]:
     """The checkout's commit and whether it has uncommitted changes; nulls without git."""
-    repo_dir = repo_dir or Path(__file__).resolve().parent.parent
+    repo_dir = repo_dir or Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True, text=True, timeout=10, check=True
@@ -716,7 +716,7 @@ def _manifest(
         "judge_prompt_tokens": sum(result.judge_prompt_tokens for result in results),
         "judge_completion_tokens": sum(result.judge_completion_tokens for result in results),
     }
-    from supersede_lib.clients import estimate_cost_usd
+    from supersede_lib.models.openai_api import estimate_cost_usd
 
     model_cost = estimate_cost_usd(model.name, fresh_prompt, fresh_completion)
     judge_cost = (

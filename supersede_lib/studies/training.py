@@ -1,7 +1,7 @@
 """The studies behind notebooks 06 (GRPO training) and 07 (transfer evaluation).
 
 `run_training(profile)` trains one LoRA adapter per (curriculum, seed) named in the profile's
-`training:` block through `supersede_lib.training`; `run_transfer(profile)` evaluates the base
+`training:` block through `supersede_lib.train.grpo`; `run_transfer(profile)` evaluates the base
 model and every saved checkpoint on held-out episodes with the ordinary bounded-memory runner
 (`agents.run_condition`), so the harness, prompts and matcher are those of studies 02-05.
 
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from supersede_lib import paper_results, profiles
-from supersede_lib.studies import (
+from supersede_lib.studies import paper_results, profiles
+from supersede_lib.studies.common import (
     MATCHER,
     accuracy_row,
     episodes_label,
@@ -32,9 +32,9 @@ from supersede_lib.studies import (
     release_model,
     write_summary,
 )
-from supersede_lib.studies import _number as headline_number
-from supersede_lib.studies import _write_table as write_table
-from supersede_lib.training import (
+from supersede_lib.studies.common import _number as headline_number
+from supersede_lib.studies.common import _write_table as write_table
+from supersede_lib.train.grpo import (
     CONFIG_FILE,
     CURRICULUM_MODES,
     METRICS_FILE,
@@ -258,8 +258,8 @@ def run_training(profile: str | dict, *, seeds: Sequence[int] | None = None) -> 
     An interrupted run continues from its last checkpoint when called again; a finished run is read
     back. Results land in outputs/<profile>/06_grpo_unsloth/.
     """
-    from supersede_lib import plots
-    from supersede_lib.training import train
+    from supersede_lib.present import plots
+    from supersede_lib.train.grpo import train
 
     profile = profiles.load_profile(profile) if isinstance(profile, str) else profile
     block = training_block(profile)
@@ -433,7 +433,7 @@ def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
 def _evaluate(
     model: Any, episodes: list, directory: Path, run_name: str, budget: int, progress: bool
 ) -> pd.DataFrame:
-    from supersede_lib.agents import run_condition
+    from supersede_lib.eval.runner import run_condition
 
     return run_condition(
         episodes,
@@ -504,7 +504,7 @@ def seed_aggregate(
 
 def curriculum_comparison(correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame) -> pd.DataFrame:
     """Fixed vs adaptive at each run's final checkpoint: per seed McNemar, pooled bootstrap difference."""
-    from supersede_lib.stats import paired_bootstrap_diff
+    from supersede_lib.eval.stats import paired_bootstrap_diff
 
     trained = checkpoints[checkpoints["curriculum"].notna()]
     final = trained.loc[trained.groupby("run_group")["step"].idxmax()] if len(trained) else trained
@@ -598,8 +598,8 @@ def run_transfer(profile: str | dict, *, progress: bool = True) -> TransferResul
     Base and checkpoints load the same base weights; each checkpoint is asserted to differ from the
     base only by its adapter (hash of every non-LoRA tensor, hash of the adapter file).
     """
-    from supersede_lib import plots
-    from supersede_lib.hf_model import HFChatModel, adapter_file_fingerprint
+    from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
+    from supersede_lib.present import plots
 
     profile = profiles.load_profile(profile) if isinstance(profile, str) else profile
     directory = profiles.output_dir(profile, NOTEBOOK_TRANSFER)
@@ -616,7 +616,7 @@ def run_transfer(profile: str | dict, *, progress: bool = True) -> TransferResul
     budget = int(block.get("notes_budget_chars") or runs[0].config.notes_budget_chars)
     cache = profiles.cache_path(profile)
 
-    from supersede_lib.cache import CachedChatModel, ResponseCache
+    from supersede_lib.models.cache import CachedChatModel, ResponseCache
 
     base = HFChatModel(base_path)
     base_name = base.name

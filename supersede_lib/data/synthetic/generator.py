@@ -2444,7 +2444,7 @@ def generate_episode(seed: int, config: GeneratorConfig | str = "medium") -> Epi
     stale += [event.retracted_value for event in events if event.retracted_value is not None]
     superseded = tuple(dict.fromkeys(form for value in stale for form in _variants(domain, value)))
     metadata = {
-        "generator": "supersede_lib.synthetic",
+        "generator": "supersede_lib.data.synthetic",
         "seed": seed,
         "difficulty": config.name,
         "domain": domain.name,

@@ -27,10 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib import paper_results
 from supersede_lib.episode import Episode
-from supersede_lib.profiles import episodes_for, load_profile, model_for, output_dir
-from supersede_lib.report import markdown_table
+from supersede_lib.studies import paper_results
+from supersede_lib.studies.profiles import episodes_for, load_profile, model_for, output_dir
+from supersede_lib.studies.report import markdown_table
 
 NOTEBOOK_DATA = "01_data"
 NOTEBOOK_ISOLATION = "02_isolation"
@@ -55,7 +55,7 @@ def _as_profile(profile: str | dict) -> dict:
 
 def profile_banner(profile: str | dict) -> str:
     """A Markdown paragraph naming the profile, its data, models and where results go."""
-    from supersede_lib import profiles
+    from supersede_lib.studies import profiles
 
     profile = _as_profile(profile)
     judge = profile.get("judge")
@@ -143,7 +143,7 @@ def write_summary(
     extra: dict[str, Any] | None = None,
 ) -> dict:
     """Write `summary.json` (headline numbers + what produced them) and return it."""
-    from supersede_lib.agents import git_commit
+    from supersede_lib.eval.runner import git_commit
 
     summary = {
         "notebook": notebook,
@@ -175,7 +175,7 @@ def _judge_for(profile: dict):
     spec = profile.get("judge")
     if not spec:
         return None
-    from supersede_lib.judge import LongMemEvalJudge
+    from supersede_lib.eval.judge import LongMemEvalJudge
 
     return LongMemEvalJudge(model_for(spec, profile))
 
@@ -196,7 +196,7 @@ def correct_column(frame: pd.DataFrame, use_judge: bool) -> pd.Series:
 
 def accuracy_row(model: str, condition: str, correct: Sequence[bool], grader: str) -> dict[str, Any]:
     """Accuracy with a 95% Wilson interval, as one tidy row."""
-    from supersede_lib.stats import wilson_interval
+    from supersede_lib.eval.stats import wilson_interval
 
     n = len(correct)
     successes = int(sum(bool(value) for value in correct))
@@ -215,7 +215,7 @@ def accuracy_row(model: str, condition: str, correct: Sequence[bool], grader: st
 
 def mcnemar_dict(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict[str, Any]:
     """Paired McNemar test as a dict: b = A right & B wrong, c = B right & A wrong."""
-    from supersede_lib.stats import paired_mcnemar
+    from supersede_lib.eval.stats import paired_mcnemar
 
     result = paired_mcnemar(list(map(bool, correct_a)), list(map(bool, correct_b)))
     return {
@@ -229,7 +229,7 @@ def mcnemar_dict(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict[s
 
 
 def _run_dir_trajectories(directory: Path, run_name: str) -> list[dict[str, Any]]:
-    from supersede_lib.agents import read_trajectories
+    from supersede_lib.eval.runner import read_trajectories
 
     return read_trajectories(directory / f"{run_name}.trajectories.jsonl")
 
@@ -274,8 +274,8 @@ def compare_conditions(
     progress: bool = True,
 ) -> ConditionComparison:
     """Run both conditions (files under `directory`), pair them by question, test and classify."""
-    from supersede_lib.agents import run_condition
-    from supersede_lib.diagnostics import failure_breakdown
+    from supersede_lib.eval.diagnostics import failure_breakdown
+    from supersede_lib.eval.runner import run_condition
 
     grader = _grader_name(judge)
     frames: dict[str, pd.DataFrame] = {}
@@ -357,7 +357,7 @@ def comparison_numbers(comparison: ConditionComparison, data: str, profile_name:
 
 
 def _failure_counts(failures: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
-    from supersede_lib.diagnostics import FAILURE_CLASSES, failure_counts
+    from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_counts
 
     if failures.empty:
         return pd.DataFrame(columns=[*by, *FAILURE_CLASSES, "total", "notes_echo_prompt_example"])
@@ -367,7 +367,7 @@ def _failure_counts(failures: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame
 def _failure_note(failures: pd.DataFrame) -> str:
     skipped = failures.attrs.get("skipped", 0)
     note = (
-        "Rule-based classes from the bounded-memory trajectories (supersede_lib.diagnostics): never entered, "
+        "Rule-based classes from the bounded-memory trajectories (supersede_lib.eval.diagnostics): never entered, "
         "squeezed out, kept stale, held but missed. notes_echo_prompt_example: trajectories whose notes copied "
         "the notes prompt's worked example (its city and dog's name) into the user's memory."
     )
@@ -412,8 +412,8 @@ def _overview_specs(profile: dict) -> dict[str, dict]:
 
 def latest_trajectories(profile: str | dict) -> list[dict[str, Any]] | None:
     """Notebook 02's bounded-memory trajectories for this profile, or None if 02 has not run."""
-    from supersede_lib import profiles
-    from supersede_lib.agents import read_trajectories
+    from supersede_lib.eval.runner import read_trajectories
+    from supersede_lib.studies import profiles
 
     profile = _as_profile(profile)
     directory = profiles.OUTPUT_ROOT / profile["name"] / NOTEBOOK_ISOLATION
@@ -423,7 +423,8 @@ def latest_trajectories(profile: str | dict) -> list[dict[str, Any]] | None:
 
 def data_overview(profile: str | dict, *, samples_seed: int = 0) -> DataOverview:
     """Statistics of the episodes each study uses, plus one generator sample per difficulty preset."""
-    from supersede_lib import data, synthetic
+    from supersede_lib.data import longmemeval as data
+    from supersede_lib.data import synthetic
 
     profile = _as_profile(profile)
     directory = output_dir(profile, NOTEBOOK_DATA)
@@ -570,7 +571,7 @@ def isolation_table(
 
 def run_isolation(profile: str | dict, *, progress: bool = True) -> IsolationResult:
     """Paper §5.1 on the profile's model: full context vs bounded memory, paired McNemar, failures."""
-    from supersede_lib import plots
+    from supersede_lib.present import plots
 
     profile = _as_profile(profile)
     block = profile["isolation"]
@@ -729,7 +730,7 @@ def frontier_table(comparisons: list[ConditionComparison], ours_header: str) -> 
 
 def run_frontier(profile: str | dict, *, progress: bool = True) -> FrontierResult:
     """Paper Table 1 / Figure 2 over the profile's `frontier.models` on the same questions."""
-    from supersede_lib import plots
+    from supersede_lib.present import plots
 
     profile = _as_profile(profile)
     block = profile["frontier"]
@@ -843,9 +844,9 @@ def run_scale(profile: str | dict, *, progress: bool = True) -> ScaleResult:
 
     Graded by the programmatic matcher in every condition, as in the paper.
     """
-    from supersede_lib import plots
-    from supersede_lib.agents import run_condition
-    from supersede_lib.diagnostics import failure_breakdown
+    from supersede_lib.eval.diagnostics import failure_breakdown
+    from supersede_lib.eval.runner import run_condition
+    from supersede_lib.present import plots
 
     profile = _as_profile(profile)
     block = profile["scale"]
@@ -1072,8 +1073,8 @@ class ModelEndpoint:
     """
 
     def __init__(self, model: Any, *, notes_budget_chars: int, seed: int = 0) -> None:
-        from supersede_lib.agents import DEFAULT_MAX_TOKENS_ANSWER, notes_max_tokens_for
-        from supersede_lib.fake_server import FakeOpenAIServer
+        from supersede_lib.eval.runner import DEFAULT_MAX_TOKENS_ANSWER, notes_max_tokens_for
+        from supersede_lib.models.local_server import LocalOpenAIServer
 
         self.model = model
         self.seed = seed
@@ -1081,11 +1082,11 @@ class ModelEndpoint:
         self.answer_max_tokens = DEFAULT_MAX_TOKENS_ANSWER
         self.stats = ServedModelStats()
         self._stats_lock = threading.Lock()  # the server answers each connection on its own thread
-        self.server = FakeOpenAIServer(responder=self._respond, model=model.name)
+        self.server = LocalOpenAIServer(responder=self._respond, model=model.name)
 
     def _respond(self, messages: list[dict[str, Any]]) -> str:
         from supersede_lib import prompts
-        from supersede_lib.agents import run_sync
+        from supersede_lib.eval.runner import run_sync
 
         plain = [
             {"role": str(message["role"]), "content": str(message.get("content") or "")}
@@ -1166,8 +1167,8 @@ def evaluate_environment(
     """Run `SupersedeEnv.evaluate` over `episodes` with `model` behind a local endpoint; one row per rollout."""
     import verifiers as vf
 
-    from supersede_lib.agents import run_sync
     from supersede_lib.environment import make_environment
+    from supersede_lib.eval.runner import run_sync
 
     env = make_environment(list(episodes), notes_budget_chars=notes_budget_chars)
     with ModelEndpoint(model, notes_budget_chars=notes_budget_chars, seed=seed) as endpoint:
@@ -1225,7 +1226,7 @@ def run_environment_validation(profile: str | dict, *, progress: bool = True) ->
     2. Full context on explicit templated synthetic timelines (`saturation.episodes`): a capable
        model should be near 100%.
     """
-    from supersede_lib.agents import run_condition
+    from supersede_lib.eval.runner import run_condition
 
     profile = _as_profile(profile)
     block = profile["environment"]

@@ -1,10 +1,10 @@
 """A local OpenAI-compatible server for tests, `make bench` and offline `vf-eval` runs.
 
-`FakeOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` on 127.0.0.1 from a
+`LocalOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` on 127.0.0.1 from a
 background thread, one thread per connection, so many requests can wait out `latency_s` at
 once. It logs every request body, and can play a script of failures first::
 
-    with FakeOpenAIServer(latency_s=0.05, failures=[("status", 429), ("malformed", None)]) as server:
+    with LocalOpenAIServer(latency_s=0.05, failures=[("status", 429), ("malformed", None)]) as server:
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
         ...
         server.request_count  # every chat request received, failed ones included
@@ -99,7 +99,7 @@ def _validate_failures(failures: Iterable[FailureAction]) -> list[FailureAction]
     return checked
 
 
-class FakeOpenAIServer:
+class LocalOpenAIServer:
     """OpenAI-compatible chat server on 127.0.0.1 with fixed latency, scripted failures and a request log."""
 
     def __init__(
@@ -125,7 +125,7 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> LocalOpenAIServer:
         if self._httpd is not None:
             return self
         httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler, bind_and_activate=False)
@@ -153,7 +153,7 @@ class FakeOpenAIServer:
         self._httpd = None
         self._thread = None
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self) -> LocalOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -163,7 +163,9 @@ class FakeOpenAIServer:
     @property
     def base_url(self) -> str:
         if self.port == 0:  # the OS picks the port on start()
-            raise RuntimeError("FakeOpenAIServer is not running: use it as a context manager or call start()")
+            raise RuntimeError(
+                "LocalOpenAIServer is not running: use it as a context manager or call start()"
+            )
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
@@ -228,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     @property
-    def fake(self) -> FakeOpenAIServer:
+    def fake(self) -> LocalOpenAIServer:
         return self.server.fake  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature

@@ -297,7 +297,7 @@ def expand_to_turn_samples(trajectories: Sequence[TrajectoryRecord]) -> list[Tur
 
 
 def _default_next_difficulty(name: str) -> str | None:
-    from supersede_lib import synthetic
+    from supersede_lib.data import synthetic
 
     return synthetic.next_difficulty(name)
 
@@ -305,7 +305,7 @@ def _default_next_difficulty(name: str) -> str | None:
 def difficulty_level(name: str) -> int:
     """Position of a difficulty on the generator's ladder (-1 when not on it)."""
     try:
-        from supersede_lib.synthetic import DIFFICULTY_LADDER
+        from supersede_lib.data.synthetic import DIFFICULTY_LADDER
     except ImportError:
         return -1
     ladder = list(DIFFICULTY_LADDER)
@@ -441,7 +441,7 @@ class EpisodeSource:
     def episode(self, slot: int, step: int, difficulty: str) -> Episode:
         if self.pool is not None:
             return self.pool[slot % len(self.pool)]
-        from supersede_lib import synthetic
+        from supersede_lib.data import synthetic
 
         generator_config = synthetic.config_for_difficulty(difficulty)
         if self.overrides:
@@ -456,7 +456,7 @@ def rubric_scorer(stale_penalty_weight: float = 1.0) -> TrajectoryScorer:
     """The environment's reward: `score_answer(...).reward` on the rollout's final answer."""
 
     def score(episode: Episode, rollout: BoundedMemoryRollout) -> float:
-        from supersede_lib.scoring import score_answer
+        from supersede_lib.eval.matcher import score_answer
 
         return score_answer(
             rollout.answer or "",
@@ -800,10 +800,10 @@ class SupersedeGRPOTrainer(GRPOTrainer):
 
 def resolve_model_source(config: TrainingConfig) -> tuple[str, str | None]:
     """(model path or hub id, gguf filename); builds the tiny model for the smoke preset."""
-    from supersede_lib.hf_model import split_gguf_path
+    from supersede_lib.models.hf import split_gguf_path
 
     if config.model_name_or_path == TINY_MODEL:
-        from supersede_lib.tiny_model import build_tiny_model
+        from supersede_lib.models.tiny import build_tiny_model
 
         cache = Path(os.environ.get("SUPERSEDE_HF_CACHE", Path.home() / ".cache" / "supersede" / "hf"))
         return str(build_tiny_model(cache / TINY_MODEL)), None
@@ -822,7 +822,7 @@ def uses_unsloth(config: TrainingConfig) -> bool:
 
 def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
     """(model, tokenizer, peft_config): Unsloth 4-bit + LoRA on CUDA, transformers (+ PEFT config) on CPU."""
-    from supersede_lib.hf_model import load_model_and_tokenizer, materialize_gguf, prepare_chat_tokenizer
+    from supersede_lib.models.hf import load_model_and_tokenizer, materialize_gguf, prepare_chat_tokenizer
 
     source, gguf_file = resolve_model_source(config)
     if uses_unsloth(config):
@@ -952,7 +952,7 @@ def build_trainer(
     trl_base = SupersedeGRPOTrainer.__mro__[1]
     if trl_base.__module__ != "trl.trainer.grpo_trainer":
         raise RuntimeError(
-            f"GRPOTrainer comes from {trl_base.__module__} (Unsloth's patch?): import supersede_lib.training "
+            f"GRPOTrainer comes from {trl_base.__module__} (Unsloth's patch?): import supersede_lib.train.grpo "
             "before unsloth; the per-turn expansion needs TRL's own GRPOTrainer"
         )
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

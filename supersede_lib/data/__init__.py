@@ -1,0 +1,6 @@
+"""Where episodes come from.
+
+`longmemeval` reads the LongMemEval knowledge-update records (a local file or the Hugging Face hub)
+into `Episode`s; `synthetic` generates supersession timelines procedurally (deterministic by seed,
+every superseded value known).
+"""

@@ -1,0 +1,1 @@
+"""Figures (matplotlib/seaborn) and the notebooks' interactive episode explorer."""
