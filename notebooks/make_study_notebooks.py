@@ -85,7 +85,7 @@ display(Markdown(profile_banner(profile)))"""
 
 
 def _notebook(
-    title: str, intro: str, cells: list, install: str | None = None, modules: str = "studies"
+    title: str, intro: str, cells: list, install: str | None = None, modules: str = "common as studies"
 ) -> nbformat.NotebookNode:
     parameters = new_code_cell(PARAMETERS_CELL)
     parameters.metadata["tags"] = ["parameters"]

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.episode import Episode
-from supersede_lib.eval.runner import package_versions, run_condition
+from supersede_lib.eval.run_files import package_versions
+from supersede_lib.eval.runner import RunSettings, run_condition
 
 DEFAULT_OUTPUT_DIR = Path("outputs") / "bench"
 FAKE_KEY_ENV = "SUPERSEDE_BENCH_FAKE_KEY"  # unset on purpose: local servers take a placeholder key
@@ -93,7 +94,9 @@ class FakeServerProcess:
 
 def _timed_run(episodes: list[Episode], model: Any, concurrency: int) -> tuple[float, Any]:
     started = time.perf_counter()
-    frame = run_condition(episodes, "bounded_memory", model, concurrency=concurrency, progress=False)
+    frame = run_condition(
+        episodes, "bounded_memory", model, RunSettings(concurrency=concurrency), progress=False
+    ).frame
     return time.perf_counter() - started, frame
 
 
@@ -227,7 +230,9 @@ def embedded_overhead_bench(seed: int) -> dict[str, Any]:
     model.load()  # loading is a one-off cost, not per-call harness overhead
     episode = min(generate_episodes(4, seed=seed, difficulty="easy"), key=lambda item: len(item.sessions))
     started = time.perf_counter()
-    frame = run_condition([episode], "bounded_memory", model, concurrency=1, progress=False)
+    frame = run_condition(
+        [episode], "bounded_memory", model, RunSettings(concurrency=1), progress=False
+    ).frame
     wall = time.perf_counter() - started
     inside = float(frame["latency_s"].sum())
     overhead = (wall - inside) / wall

@@ -23,7 +23,7 @@ import verifiers as vf
 
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import score_episode_answer
-from supersede_lib.rollout import Rollout, make_rollout, notes_budget_for
+from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -38,7 +38,7 @@ def episodes_to_dataset(
     episodes: Sequence[Episode],
     *,
     full_context: bool = False,
-    notes_budget_chars: int | None = 300,
+    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
     chars_per_session: int | None = None,
 ) -> Dataset:
     """One verifiers row per episode: `prompt`, `question`, `answer` and a JSON `info`.
@@ -224,7 +224,7 @@ def make_environment(
     episodes: Sequence[Episode],
     *,
     full_context: bool = False,
-    notes_budget_chars: int | None = 300,
+    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
     chars_per_session: int | None = None,
     stale_penalty_weight: float = 1.0,
     as_train_dataset: bool = False,
@@ -245,7 +245,7 @@ def load_environment(
     question_type: str = "knowledge-update",
     split: str = "oracle",
     max_examples: int = -1,
-    notes_budget_chars: int = 300,
+    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
     chars_per_session: int | None = None,
     full_context: bool = False,
     mode: str = "eval",

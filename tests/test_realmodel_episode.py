@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from supersede_lib.data.synthetic import generate_episodes
-from supersede_lib.eval.runner import read_trajectories, run_condition
+from supersede_lib.eval.run_files import read_trajectories
+from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.openai_api import EmbeddedGGUFModel, default_model_dir
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
@@ -55,11 +56,11 @@ def test_embedded_default_answers_one_episode_offline(tmp_path, monkeypatch) -> 
             [episode],
             "bounded_memory",
             model,
+            RunSettings(concurrency=1),
             output_dir=tmp_path,
             run_name="real",
-            concurrency=1,
             progress=False,
-        )
+        ).frame
     finally:
         model.close()
 

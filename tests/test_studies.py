@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.eval.runner import read_trajectories
+from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.models.chat import ChatResult
 from supersede_lib.present.explorer import episode_explorer, episode_step_html, index_trajectories
 from supersede_lib.studies import common as studies

@@ -4,26 +4,20 @@
 questions run concurrently (bounded by an `asyncio.Semaphore`), the sessions of one question
 strictly in order. Each question becomes one tidy row (matcher verdict, optional judge verdict,
 tokens, latency, calls), each rollout one trajectory record (the notes after every session and
-whether they still held the current / a stale value). Results are files: `<run_name>.csv`,
-`<run_name>.trajectories.jsonl` and `<run_name>.manifest.json` under `output_dir`.
+whether they still held the current / a stale value). `RunSettings` holds how a condition is run;
+`RunResult` hands back the rows, the trajectories and the files written (`eval.run_files`).
 
-A crash loses nothing already paid for when the model is a `cache.CachedChatModel`: a re-run
-replays every finished call from the cache.
+A crash loses nothing already paid for when the model is a `models.cache.CachedChatModel`: a
+re-run replays every finished call from the cache.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import json
-import platform
-import re
-import subprocess
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Sequence
-from dataclasses import dataclass, field
-from importlib import metadata
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -31,8 +25,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from supersede_lib.episode import Episode
-from supersede_lib.eval.matcher import conveys_value, score_answer
+from supersede_lib.eval.matcher import conveys_value, score_episode_answer
+from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
 from supersede_lib.models.chat import ChatModel, ChatResult
+from supersede_lib.models.openai_api import ContextOverflowError
 from supersede_lib.rollout import (
     PAPER_NOTES_BUDGET_CHARS,
     BoundedMemoryRollout,
@@ -45,6 +41,7 @@ T = TypeVar("T")
 DEFAULT_MAX_TOKENS_ANSWER = 64
 NOTES_TOKEN_MARGIN = 32  # room for a model that overshoots the budget a little (the cap cuts it anyway)
 AUTO: Literal["auto"] = "auto"
+DEFAULT_CONCURRENCY = 8  # questions in flight at once; a local CPU model serves them one by one anyway
 
 ROW_COLUMNS = (
     "episode_id",
@@ -73,20 +70,6 @@ ROW_COLUMNS = (
     "truncations",
     "final_notes",
     "error",
-)
-
-KEY_PACKAGES = (
-    "supersede",
-    "openai",
-    "pandas",
-    "numpy",
-    "tqdm",
-    "xllamacpp",
-    "transformers",
-    "torch",
-    "trl",
-    "peft",
-    "verifiers",
 )
 
 
@@ -247,8 +230,6 @@ async def arun_rollout(
     A prompt longer than the model's context window ends the rollout without an answer (scored
     as wrong) and is recorded in `outcome.error`: that is the model's limit, not a crash of the run.
     """
-    from supersede_lib.models.openai_api import ContextOverflowError
-
     if condition is None:
         condition = "bounded_memory" if isinstance(rollout, BoundedMemoryRollout) else "full_context"
     outcome = RolloutOutcome(rollout=rollout, condition=condition, model_name=model.name)
@@ -284,6 +265,40 @@ async def arun_rollout(
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How a condition is run: the memory budget, concurrency, token limits and grading weight.
+
+    `chars_per_session` (when set) gives bounded memory a budget that grows with the history
+    instead of the fixed `notes_budget_chars`. `max_tokens_notes="auto"` gives each notes reply
+    about budget/3 tokens plus a margin. `store_messages` keeps every prompt in the trajectories.
+    """
+
+    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS
+    chars_per_session: int | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    stale_penalty_weight: float = 1.0
+    seed: int = 0
+    max_tokens_notes: int | None | Literal["auto"] = AUTO
+    max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER
+    store_messages: bool = False
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One condition x model run: a row per question, a trajectory per rollout, the files written."""
+
+    run_name: str
+    frame: pd.DataFrame
+    trajectories: list[dict[str, Any]]
+    manifest: dict[str, Any]
+    paths: dict[str, Path]  # csv / trajectories / manifest; empty when nothing was written
+
+
 @dataclass
 class _QuestionResult:
     row: dict[str, Any]
@@ -299,41 +314,23 @@ def _gold_text(episode: Episode) -> str:
 
 
 async def _run_question(
-    episode: Episode,
-    condition: str,
-    model: ChatModel,
-    *,
-    notes_budget_chars: int | None,
-    chars_per_session: int | None,
-    stale_penalty_weight: float,
-    judge: Any,
-    seed: int,
-    max_tokens_notes: int | None | Literal["auto"],
-    max_tokens_answer: int | None,
-    store_messages: bool,
+    episode: Episode, condition: str, model: ChatModel, settings: RunSettings, judge: Any
 ) -> _QuestionResult:
-    rollout = make_rollout(episode, condition, notes_budget_chars, chars_per_session)
+    rollout = make_rollout(episode, condition, settings.notes_budget_chars, settings.chars_per_session)
     is_bounded = isinstance(rollout, BoundedMemoryRollout)
-    notes_tokens = max_tokens_notes
+    notes_tokens = settings.max_tokens_notes
     if notes_tokens == AUTO:
         notes_tokens = notes_max_tokens_for(rollout.notes_budget_chars) if is_bounded else None
     outcome = await arun_rollout(
         rollout,
         model,
         max_tokens_notes=notes_tokens,
-        max_tokens_answer=max_tokens_answer,
-        seed=seed,
+        max_tokens_answer=settings.max_tokens_answer,
+        seed=settings.seed,
         condition=condition,
     )
-    score = score_answer(
-        outcome.answer,
-        episode.gold_answers,
-        episode.superseded_values,
-        is_abstention=episode.is_abstention,
-        stale_penalty_weight=stale_penalty_weight,
-        asks_previous_value=episode.asks_previous_value,
-    )
-    trajectory = outcome.trajectory(store_messages=store_messages)
+    score = score_episode_answer(episode, outcome.answer, stale_penalty_weight=settings.stale_penalty_weight)
+    trajectory = outcome.trajectory(store_messages=settings.store_messages)
     result = _QuestionResult(row={}, trajectory=trajectory)
     judge_correct = None
     if judge is not None:
@@ -349,7 +346,7 @@ async def _run_question(
         answered_current=bool(score.answered_current),
         asserted_stale=bool(score.asserted_stale),
         reward=float(score.reward),
-        score_reason=getattr(score, "reason", ""),
+        score_reason=score.reason,
         judge_correct=judge_correct,
     )
     result.row = {
@@ -359,7 +356,7 @@ async def _run_question(
         "condition": condition,
         "model": model.name,
         "notes_budget_chars": rollout.notes_budget_chars if is_bounded else None,
-        "chars_per_session": chars_per_session if is_bounded else None,
+        "chars_per_session": settings.chars_per_session if is_bounded else None,
         "n_sessions": len(episode.sessions),
         "question": episode.question,
         "answer": outcome.answer,
@@ -387,45 +384,24 @@ async def arun_condition(
     episodes: Sequence[Episode],
     condition: str,
     model: ChatModel,
+    settings: RunSettings = RunSettings(),
     *,
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
-    chars_per_session: int | None = None,
-    concurrency: int = 8,
-    stale_penalty_weight: float = 1.0,
     judge: Any = None,
     output_dir: str | Path | None = None,
     run_name: str | None = None,
-    seed: int = 0,
-    max_tokens_notes: int | None | Literal["auto"] = AUTO,
-    max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER,
     progress: bool = True,
-    store_messages: bool = False,
-) -> pd.DataFrame:
+) -> RunResult:
     """`run_condition` for callers already inside an event loop (`await arun_condition(...)`)."""
     episodes = list(episodes)
     _check_episodes(episodes)
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    started_at = _now()
+    started_at = now_utc()
     started = time.perf_counter()
-    semaphore = asyncio.Semaphore(concurrency)
+    semaphore = asyncio.Semaphore(settings.concurrency)
     bar = tqdm(total=len(episodes), desc=f"{condition} | {model.name}", disable=not progress, leave=False)
 
     async def one(episode: Episode) -> _QuestionResult:
         async with semaphore:
-            result = await _run_question(
-                episode,
-                condition,
-                model,
-                notes_budget_chars=notes_budget_chars,
-                chars_per_session=chars_per_session,
-                stale_penalty_weight=stale_penalty_weight,
-                judge=judge,
-                seed=seed,
-                max_tokens_notes=max_tokens_notes,
-                max_tokens_answer=max_tokens_answer,
-                store_messages=store_messages,
-            )
+            result = await _run_question(episode, condition, model, settings, judge)
         bar.update(1)
         return result
 
@@ -440,71 +416,66 @@ async def arun_condition(
     finally:
         bar.close()
     wall_s = time.perf_counter() - started
-    frame = pd.DataFrame([result.row for result in results], columns=list(ROW_COLUMNS))
+    rows = [result.row for result in results]
+    trajectories = [result.trajectory for result in results]
+    frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+    run_name = run_name or default_run_name(
+        condition, model.name, settings.notes_budget_chars, settings.chars_per_session
+    )
+    config = {"condition": condition, **asdict(settings), "temperature": 0.0}
+    judge_tallies = {
+        "judge_calls": sum(result.judge_calls for result in results),
+        "judge_cached_calls": sum(result.judge_cached for result in results),
+        "judge_prompt_tokens": sum(result.judge_prompt_tokens for result in results),
+        "judge_completion_tokens": sum(result.judge_completion_tokens for result in results),
+    }
+    manifest = build_manifest(
+        config,
+        model,
+        judge,
+        rows,
+        trajectories,
+        judge_tallies,
+        episodes,
+        started_at=started_at,
+        wall_s=wall_s,
+    )
+    paths = {}
     if output_dir is not None:
-        config = {
-            "condition": condition,
-            "notes_budget_chars": notes_budget_chars,
-            "chars_per_session": chars_per_session,
-            "concurrency": concurrency,
-            "stale_penalty_weight": stale_penalty_weight,
-            "seed": seed,
-            "max_tokens_notes": max_tokens_notes,
-            "max_tokens_answer": max_tokens_answer,
-            "temperature": 0.0,
-        }
-        write_run_outputs(
-            Path(output_dir),
-            run_name or default_run_name(condition, model.name, notes_budget_chars, chars_per_session),
-            frame,
-            [result.trajectory for result in results],
-            manifest=_manifest(config, model, judge, results, episodes, started_at=started_at, wall_s=wall_s),
-        )
-    return frame
+        paths = write_run_outputs(Path(output_dir), run_name, frame, trajectories, manifest=manifest)
+    return RunResult(
+        run_name=run_name, frame=frame, trajectories=trajectories, manifest=manifest, paths=paths
+    )
 
 
 def run_condition(
     episodes: Sequence[Episode],
     condition: str,
     model: ChatModel,
+    settings: RunSettings = RunSettings(),
     *,
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
-    chars_per_session: int | None = None,
-    concurrency: int = 8,
-    stale_penalty_weight: float = 1.0,
     judge: Any = None,
     output_dir: str | Path | None = None,
     run_name: str | None = None,
-    seed: int = 0,
-    max_tokens_notes: int | None | Literal["auto"] = AUTO,
-    max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER,
     progress: bool = True,
-    store_messages: bool = False,
-) -> pd.DataFrame:
+) -> RunResult:
     """Run one condition over `episodes` with one model; one row per question.
 
-    `condition` is "bounded_memory" or "full_context". `max_tokens_notes="auto"` gives each
-    notes reply about budget/3 tokens plus a margin. `judge` is a `judge.LongMemEvalJudge` (or
-    None): its verdict lands in `judge_correct` beside the matcher's `verdict`. Safe to call from
-    Jupyter: the work runs on the runner's own event loop thread.
+    `condition` is "bounded_memory" or "full_context". `judge` is an `eval.judge.LongMemEvalJudge`
+    (or None): its verdict lands in `judge_correct` beside the matcher's `verdict`. With
+    `output_dir` the run's CSV, trajectories and manifest are written there as `run_name`.
+    Safe to call from Jupyter: the work runs on the runner's own event loop thread.
     """
     return run_sync(
         arun_condition(
             episodes,
             condition,
             model,
-            notes_budget_chars=notes_budget_chars,
-            chars_per_session=chars_per_session,
-            concurrency=concurrency,
-            stale_penalty_weight=stale_penalty_weight,
+            settings,
             judge=judge,
             output_dir=output_dir,
             run_name=run_name,
-            seed=seed,
-            max_tokens_notes=max_tokens_notes,
-            max_tokens_answer=max_tokens_answer,
             progress=progress,
-            store_messages=store_messages,
         )
     )
 
@@ -513,6 +484,7 @@ def run_conditions(
     episodes: Sequence[Episode],
     conditions: Iterable[str],
     models: Iterable[ChatModel],
+    settings: RunSettings = RunSettings(),
     *,
     run_name_prefix: str | None = None,
     **kwargs: Any,
@@ -524,13 +496,12 @@ def run_conditions(
             run_name = None
             if run_name_prefix is not None:
                 suffix = default_run_name(
-                    condition,
-                    model.name,
-                    kwargs.get("notes_budget_chars", PAPER_NOTES_BUDGET_CHARS),
-                    kwargs.get("chars_per_session"),
+                    condition, model.name, settings.notes_budget_chars, settings.chars_per_session
                 )
                 run_name = f"{run_name_prefix}__{suffix}"
-            frames.append(run_condition(episodes, condition, model, run_name=run_name, **kwargs))
+            frames.append(
+                run_condition(episodes, condition, model, settings, run_name=run_name, **kwargs).frame
+            )
     if not frames:
         raise ValueError("run_conditions needs at least one condition and one model")
     return pd.concat(frames, ignore_index=True)
@@ -582,176 +553,3 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     except BaseException:
         future.cancel()
         raise
-
-
-# --------------------------------------------------------------------------------------------
-# Output files
-# --------------------------------------------------------------------------------------------
-
-
-def default_run_name(
-    condition: str, model_name: str, notes_budget_chars: int | None, chars_per_session: int | None
-) -> str:
-    """A file-safe run name such as `bounded_memory__gpt-4.1-mini__B300`."""
-    parts = [condition, re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-") or "model"]
-    if condition == "bounded_memory":
-        if chars_per_session is not None:
-            parts.append(f"C{chars_per_session}")
-        elif notes_budget_chars is not None:
-            parts.append(f"B{notes_budget_chars}")
-    return "__".join(parts)
-
-
-def write_run_outputs(
-    output_dir: Path,
-    run_name: str,
-    frame: pd.DataFrame,
-    trajectories: list[dict[str, Any]],
-    manifest: dict[str, Any],
-) -> dict[str, Path]:
-    """Write `<run_name>.csv`, `.trajectories.jsonl` and `.manifest.json`; return their paths."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "csv": output_dir / f"{run_name}.csv",
-        "trajectories": output_dir / f"{run_name}.trajectories.jsonl",
-        "manifest": output_dir / f"{run_name}.manifest.json",
-    }
-    frame.to_csv(paths["csv"], index=False)
-    with paths["trajectories"].open("w", encoding="utf-8") as handle:
-        for trajectory in trajectories:
-            handle.write(json.dumps(trajectory, ensure_ascii=False) + "\n")
-    manifest = {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
-    paths["manifest"].write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-    return paths
-
-
-def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
-    """Load a `<run_name>.trajectories.jsonl` file."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def git_commit(repo_dir: Path | None = None) -> dict[str, Any]:
-    """The checkout's commit and whether it has uncommitted changes; nulls without git."""
-    repo_dir = repo_dir or Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=repo_dir,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit or None, "dirty": bool(status.strip())}
-
-
-def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | None]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def _model_stats(model: Any) -> dict[str, Any] | None:
-    """`model.stats()` when the backend keeps counters (CachedChatModel: cache hits/misses/entries)."""
-    stats = getattr(model, "stats", None)
-    if not callable(stats):
-        return None
-    try:
-        return dict(stats())
-    except Exception as error:  # a manifest must never sink a finished run
-        return {"error": f"{type(error).__name__}: {error}"}
-
-
-def _manifest(
-    config: dict[str, Any],
-    model: ChatModel,
-    judge: Any,
-    results: list[_QuestionResult],
-    episodes: list[Episode],
-    *,
-    started_at: str,
-    wall_s: float,
-) -> dict[str, Any]:
-    rows = [result.row for result in results]
-    fresh_prompt = sum(
-        call["prompt_tokens"]
-        for result in results
-        for call in result.trajectory["turns"]
-        if not call["cached"]
-    )
-    fresh_completion = sum(
-        call["completion_tokens"]
-        for result in results
-        for call in result.trajectory["turns"]
-        if not call["cached"]
-    )
-    judge_model = getattr(judge, "model", None)
-    judge_name = getattr(judge_model, "name", None)
-    totals = {
-        "questions": len(rows),
-        "calls": sum(row["n_calls"] for row in rows),
-        "cached_calls": sum(row["cached_calls"] for row in rows),
-        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
-        "completion_tokens": sum(row["completion_tokens"] for row in rows),
-        "uncached_prompt_tokens": fresh_prompt,
-        "uncached_completion_tokens": fresh_completion,
-        "model_latency_s": round(sum(row["latency_s"] for row in rows), 6),
-        "errors": sum(1 for row in rows if row["error"]),
-        "judge_calls": sum(result.judge_calls for result in results),
-        "judge_cached_calls": sum(result.judge_cached for result in results),
-        "judge_prompt_tokens": sum(result.judge_prompt_tokens for result in results),
-        "judge_completion_tokens": sum(result.judge_completion_tokens for result in results),
-    }
-    from supersede_lib.models.openai_api import estimate_cost_usd
-
-    model_cost = estimate_cost_usd(model.name, fresh_prompt, fresh_completion)
-    judge_cost = (
-        estimate_cost_usd(judge_name, totals["judge_prompt_tokens"], totals["judge_completion_tokens"])
-        if judge_name
-        else None
-    )
-    return {
-        "config": config,
-        "condition": config["condition"],
-        "model": {"name": model.name, "class": type(model).__name__},
-        "judge": {"name": judge_name, "class": type(judge_model).__name__} if judge is not None else None,
-        "episodes": {
-            "n": len(episodes),
-            "sources": sorted({episode.source for episode in episodes}),
-            "episode_ids": [episode.episode_id for episode in episodes],
-        },
-        "seed": config["seed"],
-        "git": git_commit(),
-        "packages": package_versions(),
-        "started_at": started_at,
-        "finished_at": _now(),
-        "wall_s": round(wall_s, 3),
-        "cache": _model_stats(model) if hasattr(model, "cache") else None,
-        "model_stats": _model_stats(getattr(model, "inner", model)),
-        "totals": totals,
-        "accuracy": {
-            "matcher": sum(row["verdict"] == "correct" for row in rows) / len(rows),
-            "judge": (
-                sum(bool(row["judge_correct"]) for row in rows) / len(rows) if judge is not None else None
-            ),
-        },
-        "cost_usd_estimate": {
-            "model": model_cost,
-            "judge": judge_cost,
-            "note": "list prices; uncached calls",
-        },
-    }

@@ -28,6 +28,8 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.episode import Episode
+from supersede_lib.eval.runner import DEFAULT_CONCURRENCY, RunSettings, run_condition
+from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.studies import paper_results
 from supersede_lib.studies.profiles import episodes_for, load_profile, model_for, output_dir
 from supersede_lib.studies.report import markdown_table
@@ -143,7 +145,7 @@ def write_summary(
     extra: dict[str, Any] | None = None,
 ) -> dict:
     """Write `summary.json` (headline numbers + what produced them) and return it."""
-    from supersede_lib.eval.runner import git_commit
+    from supersede_lib.eval.run_files import git_commit
 
     summary = {
         "notebook": notebook,
@@ -228,12 +230,6 @@ def mcnemar_dict(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict[s
     }
 
 
-def _run_dir_trajectories(directory: Path, run_name: str) -> list[dict[str, Any]]:
-    from supersede_lib.eval.runner import read_trajectories
-
-    return read_trajectories(directory / f"{run_name}.trajectories.jsonl")
-
-
 def _slug(text: str) -> str:
     """A file-name-safe form of a model name or label."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
@@ -267,36 +263,38 @@ def compare_conditions(
     model: Any,
     *,
     directory: Path,
-    notes_budget_chars: int = 300,
+    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
     judge: Any = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = 0,
     progress: bool = True,
 ) -> ConditionComparison:
     """Run both conditions (files under `directory`), pair them by question, test and classify."""
     from supersede_lib.eval.diagnostics import failure_breakdown
-    from supersede_lib.eval.runner import run_condition
 
     grader = _grader_name(judge)
     frames: dict[str, pd.DataFrame] = {}
     run_names: dict[str, str] = {}
+    settings = RunSettings(notes_budget_chars=notes_budget_chars, concurrency=concurrency, seed=seed)
+    bounded_trajectories: list[dict[str, Any]] = []
     for condition in CONDITIONS:
         run_name = f"{condition}__{_slug(model.name)}"
         if condition == "bounded_memory":
             run_name += f"__B{notes_budget_chars}"
         run_names[condition] = run_name
-        frames[condition] = run_condition(
+        run = run_condition(
             episodes,
             condition,
             model,
-            notes_budget_chars=notes_budget_chars,
-            concurrency=concurrency,
+            settings,
             judge=judge,
             output_dir=directory,
             run_name=run_name,
-            seed=seed,
             progress=progress,
         )
+        frames[condition] = run.frame
+        if condition == "bounded_memory":
+            bounded_trajectories = run.trajectories
     use_judge = judge is not None
     paired = None
     for condition, frame in frames.items():
@@ -317,8 +315,7 @@ def compare_conditions(
         ]
     )
     mcnemar = mcnemar_dict(paired["correct_full_context"], paired["correct_bounded_memory"])
-    trajectories = _run_dir_trajectories(directory, run_names["bounded_memory"])
-    failures = failure_breakdown(trajectories, use_judge=use_judge)
+    failures = failure_breakdown(bounded_trajectories, use_judge=use_judge)
     return ConditionComparison(
         model=model.name,
         n=len(paired),
@@ -412,7 +409,7 @@ def _overview_specs(profile: dict) -> dict[str, dict]:
 
 def latest_trajectories(profile: str | dict) -> list[dict[str, Any]] | None:
     """Notebook 02's bounded-memory trajectories for this profile, or None if 02 has not run."""
-    from supersede_lib.eval.runner import read_trajectories
+    from supersede_lib.eval.run_files import read_trajectories
     from supersede_lib.studies import profiles
 
     profile = _as_profile(profile)
@@ -579,14 +576,14 @@ def run_isolation(profile: str | dict, *, progress: bool = True) -> IsolationRes
     episodes = episodes_for(block["episodes"])
     model = model_for(profile["model"], profile)
     judge = _judge_for(profile)
-    budget = int(block.get("notes_budget_chars", 300))
+    budget = int(block.get("notes_budget_chars", PAPER_NOTES_BUDGET_CHARS))
     comparison = compare_conditions(
         episodes,
         model,
         directory=directory,
         notes_budget_chars=budget,
         judge=judge,
-        concurrency=int(profile.get("concurrency", 8)),
+        concurrency=int(profile.get("concurrency", DEFAULT_CONCURRENCY)),
         progress=progress,
     )
     data = episodes_label(block["episodes"])
@@ -737,7 +734,7 @@ def run_frontier(profile: str | dict, *, progress: bool = True) -> FrontierResul
     directory = output_dir(profile, NOTEBOOK_FRONTIER)
     episodes = episodes_for(block["episodes"])
     judge = _judge_for(profile)
-    budget = int(block.get("notes_budget_chars", 300))
+    budget = int(block.get("notes_budget_chars", PAPER_NOTES_BUDGET_CHARS))
     comparisons = []
     for spec in block["models"]:
         model = model_for(spec, profile)
@@ -748,7 +745,7 @@ def run_frontier(profile: str | dict, *, progress: bool = True) -> FrontierResul
                 directory=directory,
                 notes_budget_chars=budget,
                 judge=judge,
-                concurrency=int(profile.get("concurrency", 8)),
+                concurrency=int(profile.get("concurrency", DEFAULT_CONCURRENCY)),
                 progress=progress,
             )
         )
@@ -845,39 +842,43 @@ def run_scale(profile: str | dict, *, progress: bool = True) -> ScaleResult:
     Graded by the programmatic matcher in every condition, as in the paper.
     """
     from supersede_lib.eval.diagnostics import failure_breakdown
-    from supersede_lib.eval.runner import run_condition
     from supersede_lib.present import plots
 
     profile = _as_profile(profile)
     block = profile["scale"]
     directory = output_dir(profile, NOTEBOOK_SCALE)
     model = model_for(profile["model"], profile)
-    budget = int(block.get("notes_budget_chars", 300))
+    budget = int(block.get("notes_budget_chars", PAPER_NOTES_BUDGET_CHARS))
     per_session = int(block.get("chars_per_session", 150))
     short, long = episodes_for(block["short"]), episodes_for(block["long"])
+    concurrency = int(profile.get("concurrency", DEFAULT_CONCURRENCY))
     plan = {
-        "short_fixed": (short, block["short"], {"notes_budget_chars": budget}),
-        "long_fixed": (long, block["long"], {"notes_budget_chars": budget}),
+        "short_fixed": (
+            short,
+            block["short"],
+            RunSettings(notes_budget_chars=budget, concurrency=concurrency),
+        ),
+        "long_fixed": (long, block["long"], RunSettings(notes_budget_chars=budget, concurrency=concurrency)),
         "long_per_session": (
             long,
             block["long"],
-            {"notes_budget_chars": None, "chars_per_session": per_session},
+            RunSettings(notes_budget_chars=None, chars_per_session=per_session, concurrency=concurrency),
         ),
     }
     frames: dict[str, pd.DataFrame] = {}
     rows, breakdowns = [], []
-    for condition, (episodes, spec, budget_args) in plan.items():
+    for condition, (episodes, spec, settings) in plan.items():
         run_name = f"{condition}__{_slug(model.name)}"
-        frame = run_condition(
+        run = run_condition(
             episodes,
             "bounded_memory",
             model,
-            concurrency=int(profile.get("concurrency", 8)),
+            settings,
             output_dir=directory,
             run_name=run_name,
             progress=progress,
-            **budget_args,
         )
+        frame = run.frame
         frames[condition] = frame
         correct = correct_column(frame, use_judge=False)
         mean_sessions = float(frame["n_sessions"].mean())
@@ -894,7 +895,7 @@ def run_scale(profile: str | dict, *, progress: bool = True) -> ScaleResult:
             mean_final_notes_chars=float(frame["final_notes"].fillna("").str.len().mean()),
         )
         rows.append(row)
-        breakdown = failure_breakdown(_run_dir_trajectories(directory, run_name))
+        breakdown = failure_breakdown(run.trajectories)
         breakdowns.append(breakdown.assign(scale_condition=condition))
     accuracy = pd.DataFrame(rows)
     accuracy.to_csv(directory / "accuracy.csv", index=False)
@@ -1159,8 +1160,8 @@ def evaluate_environment(
     episodes: Sequence[Episode],
     model: Any,
     *,
-    notes_budget_chars: int = 300,
-    concurrency: int = 8,
+    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
+    concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[pd.DataFrame, ServedModelStats]:
@@ -1226,15 +1227,14 @@ def run_environment_validation(profile: str | dict, *, progress: bool = True) ->
     2. Full context on explicit templated synthetic timelines (`saturation.episodes`): a capable
        model should be near 100%.
     """
-    from supersede_lib.eval.runner import run_condition
 
     profile = _as_profile(profile)
     block = profile["environment"]
     directory = output_dir(profile, NOTEBOOK_ENVIRONMENT)
     model = model_for(profile["model"], profile)
     judge = _judge_for(profile)
-    budget = int(block.get("notes_budget_chars", 300))
-    concurrency = int(profile.get("concurrency", 8))
+    budget = int(block.get("notes_budget_chars", PAPER_NOTES_BUDGET_CHARS))
+    concurrency = int(profile.get("concurrency", DEFAULT_CONCURRENCY))
     episodes = episodes_for(block["episodes"])
     data = episodes_label(block["episodes"])
 
@@ -1244,13 +1244,12 @@ def run_environment_validation(profile: str | dict, *, progress: bool = True) ->
         episodes,
         "bounded_memory",
         model,
-        notes_budget_chars=budget,
-        concurrency=concurrency,
+        RunSettings(notes_budget_chars=budget, concurrency=concurrency),
         judge=judge,
         output_dir=directory,
         run_name=f"bounded_memory__{_slug(model.name)}__B{budget}",
         progress=progress,
-    )
+    ).frame
     rollouts, served = evaluate_environment(
         episodes, model, notes_budget_chars=budget, concurrency=concurrency, progress=progress
     )
@@ -1279,11 +1278,11 @@ def run_environment_validation(profile: str | dict, *, progress: bool = True) ->
         saturation_episodes,
         "full_context",
         model,
-        concurrency=concurrency,
+        RunSettings(concurrency=concurrency),
         output_dir=directory,
         run_name=f"saturation_full_context__{_slug(model.name)}",
         progress=progress,
-    )
+    ).frame
     saturation_correct = correct_column(saturation, use_judge=False)
     saturation_accuracy = float(saturation_correct.mean())
 

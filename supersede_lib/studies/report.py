@@ -153,7 +153,7 @@ def _profile_yaml(profile_name: str) -> str:
 
 
 def _git() -> dict[str, Any]:
-    from supersede_lib.eval.runner import git_commit
+    from supersede_lib.eval.run_files import git_commit
 
     return git_commit()
 

@@ -433,18 +433,17 @@ def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
 def _evaluate(
     model: Any, episodes: list, directory: Path, run_name: str, budget: int, progress: bool
 ) -> pd.DataFrame:
-    from supersede_lib.eval.runner import run_condition
+    from supersede_lib.eval.runner import RunSettings, run_condition
 
     return run_condition(
         episodes,
         "bounded_memory",
         model,
-        notes_budget_chars=budget,
-        concurrency=1,  # one local model: calls would only queue
+        RunSettings(notes_budget_chars=budget, concurrency=1),  # one local model: calls would only queue
         output_dir=directory,
         run_name=run_name,
         progress=progress,
-    )
+    ).frame
 
 
 def checkpoint_row(

@@ -20,14 +20,15 @@ import pandas as pd
 import pytest
 
 from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.eval import runner as agents
+from supersede_lib.eval import runner
 from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import (
     ROW_COLUMNS,
+    RunSettings,
     arun_rollout,
     notes_holdings,
     notes_max_tokens_for,
-    read_trajectories,
     run_condition,
     run_conditions,
 )
@@ -123,7 +124,7 @@ def test_fake_model_satisfies_protocol() -> None:
 
 
 def test_notes_max_tokens_scale_with_budget() -> None:
-    assert notes_max_tokens_for(300) == 300 // 3 + agents.NOTES_TOKEN_MARGIN
+    assert notes_max_tokens_for(300) == 300 // 3 + runner.NOTES_TOKEN_MARGIN
     assert notes_max_tokens_for(6000) > notes_max_tokens_for(300)
 
 
@@ -141,7 +142,9 @@ def test_arun_rollout_accumulates_accounting_and_passes_max_tokens() -> None:
 
 def test_rows_one_per_question_with_all_columns() -> None:
     episodes = [make_episode(f"ep-{index}", n_sessions=2 + index % 3) for index in range(6)]
-    frame = run_condition(episodes, "bounded_memory", CityModel(), concurrency=3, progress=False)
+    frame = run_condition(
+        episodes, "bounded_memory", CityModel(), RunSettings(concurrency=3), progress=False
+    ).frame
     assert list(frame.columns) == list(ROW_COLUMNS)
     assert list(frame["episode_id"]) == [episode.episode_id for episode in episodes]
     assert (frame["verdict"] == "correct").all() and frame["answered_current"].all()
@@ -156,7 +159,7 @@ def test_rows_one_per_question_with_all_columns() -> None:
 def test_concurrency_is_bounded_and_sessions_stay_sequential() -> None:
     model = CityModel(delay_s=0.01)
     episodes = [make_episode(f"ep-{index}", n_sessions=3) for index in range(10)]
-    frame = run_condition(episodes, "bounded_memory", model, concurrency=4, progress=False)
+    frame = run_condition(episodes, "bounded_memory", model, RunSettings(concurrency=4), progress=False).frame
     assert model.max_in_flight == 4
     assert set(model.max_in_flight_per_episode) == {episode.episode_id for episode in episodes}
     assert set(model.max_in_flight_per_episode.values()) == {1}
@@ -172,7 +175,7 @@ def test_stale_agent_is_scored_stale_and_trajectory_shows_it(tmp_path) -> None:
         output_dir=tmp_path,
         run_name="stale",
         progress=False,
-    )
+    ).frame
     row = frame.iloc[0]
     assert row["answer"] == "You live in city0."
     assert row["verdict"] == "stale" and bool(row["asserted_stale"]) and not bool(row["answered_current"])
@@ -204,7 +207,7 @@ def test_full_context_row_has_one_call_and_no_budget() -> None:
             cities = CITY_PATTERN.findall(messages[-1]["content"])
             return ChatResult(text=f"You live in {cities[-1]}.")
 
-    frame = run_condition([make_episode(n_sessions=4)], "full_context", EchoLast(), progress=False)
+    frame = run_condition([make_episode(n_sessions=4)], "full_context", EchoLast(), progress=False).frame
     row = frame.iloc[0]
     assert row["n_calls"] == 1 and row["verdict"] == "correct"
     assert pd.isna(row["notes_budget_chars"]) and row["final_notes"] is None
@@ -213,8 +216,14 @@ def test_full_context_row_has_one_call_and_no_budget() -> None:
 def test_output_files_and_manifest(tmp_path) -> None:
     episodes = [make_episode(f"ep-{index}") for index in range(3)]
     frame = run_condition(
-        episodes, "bounded_memory", CityModel(), output_dir=tmp_path, run_name="run1", seed=7, progress=False
-    )
+        episodes,
+        "bounded_memory",
+        CityModel(),
+        RunSettings(seed=7),
+        output_dir=tmp_path,
+        run_name="run1",
+        progress=False,
+    ).frame
     written = pd.read_csv(tmp_path / "run1.csv")
     assert list(written.columns) == list(ROW_COLUMNS)
     assert list(written["episode_id"]) == list(frame["episode_id"])
@@ -241,9 +250,14 @@ def test_output_files_and_manifest(tmp_path) -> None:
 
 def test_store_messages_keeps_exact_prompts(tmp_path) -> None:
     run_condition(
-        [make_episode()], "bounded_memory", CityModel(), output_dir=tmp_path, run_name="m", store_messages=True,
+        [make_episode()],
+        "bounded_memory",
+        CityModel(),
+        RunSettings(store_messages=True),
+        output_dir=tmp_path,
+        run_name="m",
         progress=False,
-    )  # fmt: skip
+    )
     (trajectory,) = read_trajectories(tmp_path / "m.trajectories.jsonl")
     assert trajectory["turns"][1]["messages"][-1]["content"].count("SESSION-1-TEXT") == 1
 
@@ -255,8 +269,7 @@ def test_judge_verdict_stored_beside_matcher_verdict() -> None:
         async def achat(self, messages, *, max_tokens=None, temperature=0.0, seed=0):
             return ChatResult(text="no")
 
-    frame = run_condition([make_episode()], "bounded_memory", CityModel(), judge=LongMemEvalJudge(SaysNo()),
-                          progress=False)  # fmt: skip
+    frame = run_condition([make_episode()], "bounded_memory", CityModel(), judge=LongMemEvalJudge(SaysNo()), progress=False).frame  # fmt: skip
     row = frame.iloc[0]
     assert row["verdict"] == "correct"
     assert not pd.isna(row["judge_correct"]) and not row["judge_correct"]
@@ -266,7 +279,7 @@ def test_works_inside_a_running_event_loop() -> None:
     """Jupyter runs cells inside an event loop; the sync call must still work there."""
 
     async def notebook_cell():
-        return run_condition([make_episode()], "bounded_memory", CityModel(), progress=False)
+        return run_condition([make_episode()], "bounded_memory", CityModel(), progress=False).frame
 
     frame = asyncio.run(notebook_cell())
     assert frame.iloc[0]["verdict"] == "correct"
@@ -299,7 +312,7 @@ def test_a_prompt_too_long_for_the_model_fails_that_question_only(tmp_path) -> N
     episodes = [make_episode("short", n_sessions=2), make_episode("long", n_sessions=5)]
     frame = run_condition(
         episodes, "full_context", SmallWindow(), output_dir=tmp_path, run_name="fc", progress=False
-    ).set_index("episode_id")
+    ).frame.set_index("episode_id")
     assert (
         frame.loc["short", "n_calls"] == 1
         and frame.loc["short", "answer"]
@@ -312,7 +325,7 @@ def test_a_prompt_too_long_for_the_model_fails_that_question_only(tmp_path) -> N
     assert manifest["totals"]["errors"] == 1
     trajectories = {row["episode_id"]: row for row in read_trajectories(tmp_path / "fc.trajectories.jsonl")}
     assert "n_ctx=512" in trajectories["long"]["error"] and trajectories["short"]["error"] is None
-    bounded = run_condition(episodes, "bounded_memory", SmallWindow(), progress=False)
+    bounded = run_condition(episodes, "bounded_memory", SmallWindow(), progress=False).frame
     assert bounded["error"].isna().all()  # one session per prompt always fits
 
 
@@ -369,10 +382,7 @@ def test_http_run_rows_files_and_no_refeed_on_the_wire(tmp_path, monkeypatch) ->
     monkeypatch.delenv(NO_KEY_ENV, raising=False)
     episodes = [make_episode(f"ep-{index}", n_sessions=3 + index % 2) for index in range(6)]
     with LocalOpenAIServer(latency_s=0.02, responder=city_responder) as server:
-        frame = run_condition(
-            episodes, "bounded_memory", _http_model(server), concurrency=4, output_dir=tmp_path, run_name="http",
-            progress=False,
-        )  # fmt: skip
+        frame = run_condition(episodes, "bounded_memory", _http_model(server), RunSettings(concurrency=4), output_dir=tmp_path, run_name="http", progress=False).frame  # fmt: skip
         requests = list(server.requests)
         max_in_flight = server.max_in_flight
     assert len(frame) == 6 and (frame["verdict"] == "correct").all()
@@ -411,7 +421,7 @@ def test_cached_rerun_makes_zero_server_calls(tmp_path, monkeypatch) -> None:
             "bounded_memory",
             CachedChatModel(_http_model(server), ResponseCache(cache_path)),
             progress=False,
-        )
+        ).frame
         after_first = server.request_count
         second = run_condition(
             episodes,
@@ -420,7 +430,7 @@ def test_cached_rerun_makes_zero_server_calls(tmp_path, monkeypatch) -> None:
             output_dir=tmp_path,
             run_name="cached",
             progress=False,
-        )
+        ).frame
         assert server.request_count == after_first == 16
     assert (second["cached_calls"] == second["n_calls"]).all() and first["cached_calls"].sum() == 0
     assert list(second["answer"]) == list(first["answer"])
@@ -430,7 +440,7 @@ def test_cached_rerun_makes_zero_server_calls(tmp_path, monkeypatch) -> None:
 
 KILLABLE_RUN = """
 import json, sys
-from supersede_lib.eval.runner import run_condition
+from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.episode import Episode
@@ -440,7 +450,7 @@ episodes = [Episode.from_dict(record) for record in json.load(open(episodes_path
 model = CachedChatModel(
     OpenAIChatModel("fake-model", base_url=base_url, api_key_env="SUPERSEDE_TEST_UNSET_KEY"), ResponseCache(cache_path)
 )
-run_condition(episodes, "bounded_memory", model, concurrency=2, progress=False)
+run_condition(episodes, "bounded_memory", model, RunSettings(concurrency=2), progress=False)
 print("FINISHED")
 """
 
@@ -479,9 +489,9 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path, monkeypat
             episodes,
             "bounded_memory",
             CachedChatModel(_http_model(server), ResponseCache(cache_path)),
-            concurrency=2,
+            RunSettings(concurrency=2),
             progress=False,
-        )
+        ).frame
         requests = list(server.requests)
 
     prompt_counts = Counter(json.dumps(body["messages"], sort_keys=True) for body in requests)
@@ -497,7 +507,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path, monkeypat
             "bounded_memory",
             CachedChatModel(_http_model(fresh_server), ResponseCache(tmp_path / "fresh.sqlite")),
             progress=False,
-        )
+        ).frame
     pd.testing.assert_frame_equal(resumed[COMPARED_COLUMNS], uninterrupted[COMPARED_COLUMNS])
 
 
@@ -516,6 +526,6 @@ def test_rejected_key_surfaces_from_run_condition_as_one_line(monkeypatch) -> No
             "fake-model", base_url=server.base_url, api_key_env="SUPERSEDE_TEST_WRONG_KEY"
         )
         with pytest.raises(ModelConfigError) as caught:
-            run_condition(episodes, "bounded_memory", model, concurrency=3, progress=False)
+            run_condition(episodes, "bounded_memory", model, RunSettings(concurrency=3), progress=False)
     message = str(caught.value)
     assert "\n" not in message and "401" in message and "SUPERSEDE_TEST_WRONG_KEY" in message

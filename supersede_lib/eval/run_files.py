@@ -1,0 +1,206 @@
+"""The files one run writes, and the provenance they carry.
+
+`<run_name>.csv` (one row per question), `<run_name>.trajectories.jsonl` (one record per rollout:
+notes after every session, answer, verdict and reason) and `<run_name>.manifest.json` (settings,
+model, episodes, git commit, package versions, token and cache totals, accuracy).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import re
+import subprocess
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib.episode import Episode
+from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.openai_api import estimate_cost_usd
+
+KEY_PACKAGES = (
+    "supersede",
+    "openai",
+    "pandas",
+    "numpy",
+    "tqdm",
+    "xllamacpp",
+    "transformers",
+    "torch",
+    "trl",
+    "peft",
+    "verifiers",
+)
+
+
+def default_run_name(
+    condition: str, model_name: str, notes_budget_chars: int | None, chars_per_session: int | None
+) -> str:
+    """A file-safe run name such as `bounded_memory__gpt-4.1-mini__B300`."""
+    parts = [condition, re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-") or "model"]
+    if condition == "bounded_memory":
+        if chars_per_session is not None:
+            parts.append(f"C{chars_per_session}")
+        elif notes_budget_chars is not None:
+            parts.append(f"B{notes_budget_chars}")
+    return "__".join(parts)
+
+
+def write_run_outputs(
+    output_dir: Path,
+    run_name: str,
+    frame: pd.DataFrame,
+    trajectories: list[dict[str, Any]],
+    manifest: dict[str, Any],
+) -> dict[str, Path]:
+    """Write `<run_name>.csv`, `.trajectories.jsonl` and `.manifest.json`; return their paths."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "csv": output_dir / f"{run_name}.csv",
+        "trajectories": output_dir / f"{run_name}.trajectories.jsonl",
+        "manifest": output_dir / f"{run_name}.manifest.json",
+    }
+    frame.to_csv(paths["csv"], index=False)
+    with paths["trajectories"].open("w", encoding="utf-8") as handle:
+        for trajectory in trajectories:
+            handle.write(json.dumps(trajectory, ensure_ascii=False) + "\n")
+    manifest = {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
+    paths["manifest"].write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    return paths
+
+
+def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
+    """Load a `<run_name>.trajectories.jsonl` file."""
+    with Path(path).open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def now_utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_commit(repo_dir: Path | None = None) -> dict[str, Any]:
+    """The checkout's commit and whether it has uncommitted changes; nulls without git."""
+    repo_dir = repo_dir or Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo_dir,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit or None, "dirty": bool(status.strip())}
+
+
+def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _model_stats(model: Any) -> dict[str, Any] | None:
+    """`model.stats()` when the backend keeps counters (CachedChatModel: cache hits/misses/entries)."""
+    stats = getattr(model, "stats", None)
+    if not callable(stats):
+        return None
+    try:
+        return dict(stats())
+    except Exception as error:  # a manifest must never sink a finished run
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def build_manifest(
+    config: dict[str, Any],
+    model: ChatModel,
+    judge: Any,
+    rows: list[dict[str, Any]],
+    trajectories: list[dict[str, Any]],
+    judge_tallies: dict[str, int],
+    episodes: list[Episode],
+    *,
+    started_at: str,
+    wall_s: float,
+) -> dict[str, Any]:
+    """What produced a run and what it cost: enough to audit or redo it."""
+    fresh_prompt = sum(
+        turn["prompt_tokens"]
+        for trajectory in trajectories
+        for turn in trajectory["turns"]
+        if not turn["cached"]
+    )
+    fresh_completion = sum(
+        turn["completion_tokens"]
+        for trajectory in trajectories
+        for turn in trajectory["turns"]
+        if not turn["cached"]
+    )
+    judge_model = getattr(judge, "model", None)
+    judge_name = getattr(judge_model, "name", None)
+    totals = {
+        "questions": len(rows),
+        "calls": sum(row["n_calls"] for row in rows),
+        "cached_calls": sum(row["cached_calls"] for row in rows),
+        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
+        "completion_tokens": sum(row["completion_tokens"] for row in rows),
+        "uncached_prompt_tokens": fresh_prompt,
+        "uncached_completion_tokens": fresh_completion,
+        "model_latency_s": round(sum(row["latency_s"] for row in rows), 6),
+        "errors": sum(1 for row in rows if row["error"]),
+        "judge_calls": judge_tallies.get("judge_calls", 0),
+        "judge_cached_calls": judge_tallies.get("judge_cached_calls", 0),
+        "judge_prompt_tokens": judge_tallies.get("judge_prompt_tokens", 0),
+        "judge_completion_tokens": judge_tallies.get("judge_completion_tokens", 0),
+    }
+    model_cost = estimate_cost_usd(model.name, fresh_prompt, fresh_completion)
+    judge_cost = (
+        estimate_cost_usd(judge_name, totals["judge_prompt_tokens"], totals["judge_completion_tokens"])
+        if judge_name
+        else None
+    )
+    return {
+        "config": config,
+        "condition": config["condition"],
+        "model": {"name": model.name, "class": type(model).__name__},
+        "judge": {"name": judge_name, "class": type(judge_model).__name__} if judge is not None else None,
+        "episodes": {
+            "n": len(episodes),
+            "sources": sorted({episode.source for episode in episodes}),
+            "episode_ids": [episode.episode_id for episode in episodes],
+        },
+        "seed": config["seed"],
+        "git": git_commit(),
+        "packages": package_versions(),
+        "started_at": started_at,
+        "finished_at": now_utc(),
+        "wall_s": round(wall_s, 3),
+        "cache": _model_stats(model) if hasattr(model, "cache") else None,
+        "model_stats": _model_stats(getattr(model, "inner", model)),
+        "totals": totals,
+        "accuracy": {
+            "matcher": sum(row["verdict"] == "correct" for row in rows) / len(rows),
+            "judge": (
+                sum(bool(row["judge_correct"]) for row in rows) / len(rows) if judge is not None else None
+            ),
+        },
+        "cost_usd_estimate": {
+            "model": model_cost,
+            "judge": judge_cost,
+            "note": "list prices; uncached calls",
+        },
+    }
