@@ -392,6 +392,15 @@ def test_distractors_never_mention_the_tracked_domain(difficulty: str) -> None:
     assert cross_mentions > 10  # other domains' values do show up as noise
 
 
+def test_tables_from_json_are_frozen() -> None:
+    for domain in FACT_DOMAINS.values():
+        assert all(isinstance(pair, tuple) for pair in domain.requests)
+        assert isinstance(domain.values, tuple) and isinstance(domain.questions, tuple)
+    for topic in DISTRACTOR_TOPICS:
+        assert isinstance(topic.details, tuple)
+        assert all(isinstance(pair, tuple) and len(pair) == 2 for pair in topic.exchanges)
+
+
 def test_value_pools_are_unambiguous() -> None:
     pools = {name: domain.values for name, domain in FACT_DOMAINS.items() if domain.values}
     for name, values in pools.items():
