@@ -134,7 +134,7 @@ def test_split_gguf_path() -> None:
 @pytest.mark.slow
 @pytest.mark.realmodel
 def test_a_gguf_file_loads_and_answers(tmp_path: Path) -> None:
-    from supersede_lib.train.grpo import model_dir
+    from supersede_lib.train.config import model_dir
 
     path = model_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not path.exists():

@@ -18,20 +18,26 @@ from transformers import TrainerCallback  # noqa: E402
 
 from supersede_lib.data import synthetic  # noqa: E402
 from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
+from supersede_lib.eval.matcher import score_answer, score_episode_answer  # noqa: E402
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
+from supersede_lib.train import run as training_run  # noqa: E402
+from supersede_lib.train.config import TrainingConfig  # noqa: E402
+from supersede_lib.train.curriculum import Curriculum  # noqa: E402
 from supersede_lib.train.grpo import (  # noqa: E402
-    Curriculum,
-    TrainingConfig,
     TrajectoryRecord,
     TurnTokens,
     ZeroAdvantageStop,
-    build_trainer,
     expand_to_turn_samples,
     group_advantages,
+    rollout_record,
+    rubric_scorer,
+    score_trajectory,
+)
+from supersede_lib.train.run import (  # noqa: E402
+    build_trainer,
     list_checkpoints,
     load_metrics,
-    plot_training_curve,
     resolve_base_model,
     train,
 )
@@ -183,7 +189,7 @@ def smoke_run(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
     return config, train(config, seed=0, scorer=_varied_scorer)
 
 
-def test_a_short_run_writes_metrics_checkpoints_and_a_curve(smoke_run) -> None:
+def test_a_short_run_writes_metrics_checkpoints_and_rollouts(smoke_run) -> None:
     config, result = smoke_run
     assert result.final_step == 2 and result.stop_reason == "max_steps"
     assert [step for step, _ in result.checkpoints] == [1, 2]
@@ -197,8 +203,7 @@ def test_a_short_run_writes_metrics_checkpoints_and_a_curve(smoke_run) -> None:
     rollouts = [json.loads(line) for line in (result.output_dir / "rollouts.jsonl").read_text().splitlines()]
     assert len(rollouts) == 2 * config.trajectories_per_step
     assert {row["turns"] for row in rollouts} == {3}  # two notes rewrites + the answer
-    figure = plot_training_curve(result.metrics_path)
-    assert list(figure.axes[0].lines[0].get_xdata()) == [1, 2]
+    assert {"answer", "verdict", "reason", "reward"} <= rollouts[0].keys()
     summary = json.loads((result.output_dir / "run_summary.json").read_text())
     assert summary["final_step"] == 2
     assert train(config, seed=0, scorer=_varied_scorer).final_step == 2  # a finished run is not retrained
@@ -350,22 +355,63 @@ def test_the_loss_sees_exactly_the_rollout_core_prompts(tiny_model_path: Path, t
 
 
 def test_the_default_reward_is_the_environment_rubric() -> None:
-    scoring = pytest.importorskip("supersede_lib.eval.matcher")
-    from supersede_lib.train.grpo import rubric_scorer
-
     episode = _hand_episode(2)
     rollout = BoundedMemoryRollout(episode, 100)
     rollout.step("- lives in city0")
     rollout.step("- lives in city1 (moved from city0)")
     rollout.step("You live in city1.")
-    expected = scoring.score_answer(
-        "You live in city1.", episode.gold_answers, episode.superseded_values
-    ).reward
-    assert rubric_scorer()(episode, rollout) == expected == 1.0
+    expected = score_answer("You live in city1.", episode.gold_answers, episode.superseded_values).reward
+    assert rubric_scorer()(episode, rollout).reward == expected == 1.0
     stale = BoundedMemoryRollout(episode, 100)
     for reply in ("- lives in city0", "- lives in city0", "You live in city0."):
         stale.step(reply)
-    assert rubric_scorer()(episode, stale) < 0.5
+    assert rubric_scorer()(episode, stale).reward < 0.5
+
+
+def _previous_value_episode() -> Episode:
+    """A generated episode whose question asks for the value that was later superseded."""
+    for episode in synthetic.generate_episodes(40, seed=0, difficulty="hard"):
+        if episode.asks_previous_value and episode.superseded_values:
+            return episode
+    raise AssertionError("no previous-value episode among 40 hard ones")
+
+
+def _answered(episode: Episode, answer: str) -> BoundedMemoryRollout:
+    rollout = BoundedMemoryRollout(episode, 100)
+    while not rollout.done:
+        rollout.step(answer if rollout.current_kind == "answer" else "- notes")
+    return rollout
+
+
+def test_training_grades_previous_value_questions_as_evaluation_does() -> None:
+    episode = _previous_value_episode()
+    previous, current = episode.gold_answers[0], episode.superseded_values[0]
+    answer = f"It used to be {previous}, but now it is {current}."  # names the previous value as past
+    rollout = _answered(episode, answer)
+    assert rollout.answer == answer
+
+    trained = rubric_scorer(stale_penalty_weight=1.0)(episode, rollout)
+    evaluated = score_episode_answer(episode, answer, stale_penalty_weight=1.0)
+    grading_without_the_question_kind = score_answer(
+        answer, episode.gold_answers, episode.superseded_values, is_abstention=episode.is_abstention
+    )
+    assert trained == evaluated
+    assert trained.reward != grading_without_the_question_kind.reward
+
+    trajectory = TrajectoryRecord(0, episode, rollout, [])
+    score_trajectory(rubric_scorer(), trajectory)
+    record = rollout_record(1, "hard", trajectory)  # the rollouts file shows what the reward saw
+    assert (record["answer"], record["reward"]) == (answer, evaluated.reward)
+    assert (record["verdict"], record["reason"]) == (evaluated.verdict, evaluated.reason)
+    assert record["asks_previous_value"] is True
+
+
+def test_a_scorer_may_return_a_bare_reward() -> None:
+    episode = _hand_episode(2)
+    trajectory = TrajectoryRecord(0, episode, _answered(episode, "city1"), [])
+    score_trajectory(lambda episode, rollout: 0.25, trajectory)
+    record = rollout_record(1, "easy", trajectory)
+    assert (record["reward"], record["verdict"], record["reason"]) == (0.25, None, None)
 
 
 def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(
@@ -432,8 +478,6 @@ def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from supersede_lib.train import grpo as training
-
     calls: dict[str, dict] = {}
 
     class FakeFastLanguageModel:
@@ -453,7 +497,7 @@ def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
     )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     config = TrainingConfig.preset("paper", output_dir="unused")
-    model, tokenizer, peft_config = training.load_policy(config, seed=3)
+    model, tokenizer, peft_config = training_run.load_policy(config, seed=3)
 
     assert peft_config is None and tokenizer.padding_side == "left"
     loaded = calls["from_pretrained"]
@@ -467,8 +511,6 @@ def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
 def test_asking_for_unsloth_without_cuda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from supersede_lib.train import grpo as training
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
-        training.load_policy(TrainingConfig.preset("paper", output_dir="unused", use_unsloth=True))
+        training_run.load_policy(TrainingConfig.preset("paper", output_dir="unused", use_unsloth=True))

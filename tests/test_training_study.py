@@ -13,7 +13,7 @@ pytest.importorskip("trl")
 
 from supersede_lib.studies import profiles
 from supersede_lib.studies import training as training_study  # noqa: E402
-from supersede_lib.train.grpo import TrainingConfig  # noqa: E402
+from supersede_lib.train.config import TrainingConfig  # noqa: E402
 
 
 def _profile(**training: object) -> dict:

@@ -34,19 +34,22 @@ from supersede_lib.studies.common import (
 )
 from supersede_lib.studies.common import _number as headline_number
 from supersede_lib.studies.common import _write_table as write_table
-from supersede_lib.train.grpo import (
+from supersede_lib.train.config import (
     CONFIG_FILE,
     CURRICULUM_MODES,
     METRICS_FILE,
     ROLLOUTS_FILE,
     SUMMARY_FILE,
     TrainingConfig,
+)
+from supersede_lib.train.run import (
     TrainingResult,
     list_checkpoints,
     load_metrics,
     read_run_summary,
     resolve_base_model,
     run_dir_for,
+    train,
 )
 
 NOTEBOOK_TRAINING = "06_grpo_unsloth"
@@ -259,7 +262,6 @@ def run_training(profile: str | dict, *, seeds: Sequence[int] | None = None) -> 
     back. Results land in outputs/<profile>/06_grpo_unsloth/.
     """
     from supersede_lib.present import plots
-    from supersede_lib.train.grpo import train
 
     profile = profiles.load_profile(profile) if isinstance(profile, str) else profile
     block = training_block(profile)

@@ -1,4 +1,7 @@
-"""GRPO training of the bounded-memory policy (paper Section 5.3) on the shared rollout core.
+"""The GRPO trainer of the bounded-memory policy (paper Section 5.3), on the shared rollout core.
+
+Holds `SupersedeGRPOTrainer`, the per-turn expansion it trains on, the reward (`rubric_scorer`)
+and its callbacks. Loading the policy and running, resuming and recording a run are in `run.py`.
 
 How a multi-turn trajectory becomes training samples (the no-re-feed rule, in training too)
 ----------------------------------------------------------------------------------------
@@ -12,7 +15,8 @@ Instead `SupersedeGRPOTrainer` overrides TRL's `_generate_and_score_completions`
 trajectory into T samples ``(prompt_ids_k, completion_ids_k)``, where `prompt_ids_k` are the very
 token ids the policy was conditioned on at turn k (the chat template applied to
 `current_messages()`, kept as ids, never re-tokenised) and `completion_ids_k` the ids it sampled.
-The reward is computed once per trajectory by the environment's rubric (`scoring.score_answer`),
+The reward is computed once per trajectory by the environment's rubric
+(`matcher.score_episode_answer`, as in evaluation),
 normalised within the group of G trajectories of the same episode (GRPO), and that one advantage
 is stamped on every turn of the trajectory. TRL's unchanged loss (token-level "dapo" by default)
 then optimises exactly the log-probabilities of what the policy saw and said at each turn. The
@@ -27,201 +31,34 @@ sampled rollouts each; every trajectory contributes all its turns to that one st
 
 On CUDA the model is loaded and LoRA-patched by Unsloth (4-bit); on CPU by transformers + PEFT.
 Either way the training loop is TRL's `GRPOTrainer` (not Unsloth's re-generated trainer, whose
-patched generation/loss internals would bypass the per-turn expansion above).
+patched generation/loss internals would bypass the per-turn expansion above), which is why this
+module imports TRL at the top and `run.py` imports this module before Unsloth.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import gc
 import json
 import math
-import os
-import random
-import re
-import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import TrainerCallback
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import nanstd, pad, use_adapter
 
 from supersede_lib.episode import Episode
+from supersede_lib.eval.matcher import Score, score_episode_answer
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
+from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
+from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
 
-TrajectoryScorer = Callable[[Episode, BoundedMemoryRollout], float]
-
-TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `resolve_model_source`
-PRESETS = ("smoke", "offline", "paper")
-CURRICULUM_MODES = ("fixed", "adaptive")
-LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-METRICS_FILE = "metrics.jsonl"
-ROLLOUTS_FILE = "rollouts.jsonl"
-SUMMARY_FILE = "run_summary.json"
-CONFIG_FILE = "training_config.json"  # the config a run directory was started with
-# Fields that change how a run is displayed or stored, never what it learns: free to differ on resume.
-CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
-    {"output_dir", "disable_tqdm", "log_rollouts", "max_steps", "save_steps"}
-)
-STATE_FILE = "supersede_state.json"  # curriculum + stop counter, saved inside every checkpoint
-TRAINING_SEED_BASE = 500  # synthetic.episode_seed(500 + run seed, step * slots + slot)
-CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass
-class TrainingConfig:
-    """Everything one GRPO run needs; `TrainingConfig.preset(name)` gives the studied settings."""
-
-    model_name_or_path: str = "Qwen/Qwen2.5-3B-Instruct"
-    gguf_file: str | None = None
-    output_dir: str = "outputs/training"
-    # LoRA (paper: rank 32, alpha 64)
-    lora_r: int = 32
-    lora_alpha: int = 64
-    lora_dropout: float = 0.0
-    lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
-    # GRPO (paper: lr 1e-5, batch 32 = 4 episodes x group 8)
-    learning_rate: float = 1e-5
-    episodes_per_step: int = 4
-    num_generations: int = 8
-    gradient_accumulation_steps: int = 8
-    max_steps: int = 250
-    max_completion_length: int = 192
-    temperature: float = 1.0
-    kl_beta: float = 0.0
-    kl_log_every: int = 1  # beta 0: measure KL(policy || base) every N steps (0: never; costs 2 passes)
-    loss_type: str = "dapo"
-    skip_zero_advantage_rows: bool = True  # same gradient, less work (see SupersedeGRPOTrainer)
-    scale_rewards: str = "group"
-    lr_scheduler_type: str = "constant"  # the run length is decided by auto-stop, not max_steps
-    # Episodes: procedural, drawn fresh each step at the current difficulty
-    difficulty: str = "medium"
-    episode_overrides: dict[str, Any] = field(default_factory=dict)
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS
-    stale_penalty_weight: float = 1.0
-    # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
-    curriculum: str = "fixed"
-    success_reward: float = 1.0  # a rollout "succeeds" when its reward reaches this
-    saturation_threshold: float = 0.875  # a group saturates when this fraction of it succeeds
-    saturated_group_fraction: float = 0.5  # ... and the batch saturates when this fraction of groups do
-    curriculum_patience: int = 2  # consecutive saturated batches before moving up
-    # Stopping, checkpoints, logging
-    zero_advantage_patience: int = 10  # paper: stopped after 10 zero-advantage batches (step 174)
-    save_steps: int = 50
-    log_rollouts: bool = True
-    disable_tqdm: bool = True
-    # Backend
-    use_unsloth: bool | None = None  # None: exactly when CUDA is available
-    load_in_4bit: bool = True
-    fast_inference: bool = False
-    max_seq_length: int = 2048
-    gpu_memory_utilization: float = 0.6
-    gradient_checkpointing: bool | None = None  # None: on for CUDA (Unsloth's own), off on CPU
-    cpu_threads: int | None = None  # torch.set_num_threads on CPU runs; 1 avoids thread thrash on busy cores
-
-    def __post_init__(self) -> None:
-        if self.curriculum not in CURRICULUM_MODES:
-            raise ValueError(
-                f"TrainingConfig.curriculum must be one of {CURRICULUM_MODES}, got {self.curriculum!r}"
-            )
-        if self.num_generations < 2:
-            raise ValueError(
-                f"TrainingConfig.num_generations must be >= 2 for GRPO, got {self.num_generations}"
-            )
-        if self.trajectories_per_step % self.gradient_accumulation_steps:
-            raise ValueError(
-                "TrainingConfig: episodes_per_step x num_generations "
-                f"({self.trajectories_per_step}) must be divisible by gradient_accumulation_steps "
-                f"({self.gradient_accumulation_steps})"
-            )
-
-    @property
-    def trajectories_per_step(self) -> int:
-        return self.episodes_per_step * self.num_generations
-
-    def replace(self, **changes: Any) -> TrainingConfig:
-        return dataclasses.replace(self, **changes)
-
-    @classmethod
-    def preset(cls, name: str, **overrides: Any) -> TrainingConfig:
-        """`smoke` (tiny random model, seconds), `offline` (CPU mini-replication), `paper` (GPU)."""
-        if name not in PRESETS:
-            raise ValueError(f"unknown training preset {name!r}; expected one of {PRESETS}")
-        base = dict(_PRESETS[name])
-        base.update(overrides)
-        return cls(**base)
-
-
-def model_dir() -> Path:
-    return Path(os.environ.get("SUPERSEDE_MODEL_DIR", Path.home() / ".cache" / "supersede" / "models"))
-
-
-_PRESETS: dict[str, dict[str, Any]] = {
-    # Exercises every code path in seconds: random 2-layer model, tiny episodes.
-    "smoke": dict(
-        model_name_or_path=TINY_MODEL,
-        output_dir="outputs/smoke/training",
-        lora_r=4,
-        lora_alpha=8,
-        lora_target_modules=("q_proj", "v_proj"),
-        learning_rate=1e-4,
-        episodes_per_step=2,
-        num_generations=2,
-        gradient_accumulation_steps=2,
-        max_steps=3,
-        max_completion_length=16,
-        difficulty="easy",
-        episode_overrides={},
-        notes_budget_chars=120,
-        save_steps=2,
-        cpu_threads=1,
-        zero_advantage_patience=10,
-    ),
-    # CPU mini-replication, sized for ~45 min on 2 CPU cores (docs/training.md has the measurements):
-    # Qwen2.5-Coder-0.5B-Instruct (GGUF, dequantised once) on short easy episodes. SmolLM2-135M was
-    # measured too: its rewards are nearly all 0, so GRPO has no advantage to learn from.
-    "offline": dict(
-        model_name_or_path=str(model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-        output_dir="outputs/offline/training",
-        learning_rate=1e-4,  # chosen so 8 small steps move the adapter; measured: mostly noise (README)
-        episodes_per_step=1,
-        num_generations=4,
-        gradient_accumulation_steps=2,
-        max_steps=8,
-        max_completion_length=64,
-        temperature=0.7,
-        kl_log_every=4,
-        difficulty="easy",
-        episode_overrides={"n_sessions": (2, 3)},
-        curriculum="fixed",
-        saturation_threshold=0.75,  # groups of 4: "most rollouts succeed" = 3 of 4
-        curriculum_patience=1,  # with 8 steps, move up after one saturated batch
-        save_steps=4,
-        cpu_threads=1,
-    ),
-    # The paper's run: Qwen2.5-3B-Instruct, LoRA 32/64, lr 1e-5, 32 trajectories = 4 x 8 per step.
-    "paper": dict(
-        model_name_or_path="Qwen/Qwen2.5-3B-Instruct",
-        output_dir="outputs/paper/training",
-        episodes_per_step=4,
-        num_generations=8,
-        gradient_accumulation_steps=16,
-        max_steps=250,
-        max_completion_length=192,
-        difficulty="medium",
-        save_steps=50,
-        zero_advantage_patience=10,
-    ),
-}
+# A trajectory's reward: the rubric's `Score` (its verdict and reason get logged too) or a bare number.
+TrajectoryScorer = Callable[[Episode, BoundedMemoryRollout], Score | float]
 
 
 # --------------------------------------------------------------------------- pure GRPO pieces
@@ -263,7 +100,7 @@ class TurnTokens:
 
 @dataclass
 class TrajectoryRecord:
-    """A finished rollout with its tokens, reward and (shared) advantage."""
+    """A finished rollout with its tokens, reward (and the rubric's score behind it) and advantage."""
 
     slot: int
     episode: Episode
@@ -271,6 +108,7 @@ class TrajectoryRecord:
     turns: list[TurnTokens]
     reward: float = 0.0
     advantage: float = 0.0
+    score: Score | None = None  # None when the scorer returned a bare number
 
 
 @dataclass
@@ -293,73 +131,7 @@ def expand_to_turn_samples(trajectories: Sequence[TrajectoryRecord]) -> list[Tur
     ]
 
 
-# --------------------------------------------------------------------------- curriculum and stopping
-
-
-def _default_next_difficulty(name: str) -> str | None:
-    from supersede_lib.data import synthetic
-
-    return synthetic.next_difficulty(name)
-
-
-def difficulty_level(name: str) -> int:
-    """Position of a difficulty on the generator's ladder (-1 when not on it)."""
-    try:
-        from supersede_lib.data.synthetic import DIFFICULTY_LADDER
-    except ImportError:
-        return -1
-    ladder = list(DIFFICULTY_LADDER)
-    return ladder.index(name) if name in ladder else -1
-
-
-@dataclass
-class Curriculum:
-    """Fixed, or adaptive: move up the difficulty ladder when GRPO groups saturate.
-
-    A group saturates when at least `saturation_threshold` of its rollouts succeed (reward >=
-    `success_reward`); once `saturated_group_fraction` of a batch's groups saturate for `patience`
-    batches in a row, the next difficulty is used, so the group-relative advantage does not vanish.
-    """
-
-    difficulty: str
-    adaptive: bool = False
-    success_reward: float = 1.0
-    saturation_threshold: float = 0.875
-    saturated_group_fraction: float = 0.5
-    patience: int = 2
-    next_difficulty: Callable[[str], str | None] | None = None
-    saturated_streak: int = 0
-    history: list[dict[str, Any]] = field(default_factory=list)
-
-    def group_is_saturated(self, rewards: Sequence[float]) -> bool:
-        successes = sum(1 for reward in rewards if reward >= self.success_reward - 1e-9)
-        return bool(rewards) and successes / len(rewards) >= self.saturation_threshold
-
-    def observe(self, group_rewards: Sequence[Sequence[float]], step: int = 0) -> str:
-        """Feed one batch's rewards (one list per group); return the difficulty for the next batch."""
-        if not self.adaptive or not group_rewards:
-            return self.difficulty
-        saturated = sum(self.group_is_saturated(rewards) for rewards in group_rewards) / len(group_rewards)
-        self.saturated_streak = self.saturated_streak + 1 if saturated >= self.saturated_group_fraction else 0
-        if self.saturated_streak >= self.patience:
-            self.saturated_streak = 0
-            upcoming = (self.next_difficulty or _default_next_difficulty)(self.difficulty)
-            if upcoming and upcoming != self.difficulty:
-                self.history.append({"step": step, "from": self.difficulty, "to": upcoming})
-                self.difficulty = upcoming
-        return self.difficulty
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "difficulty": self.difficulty,
-            "saturated_streak": self.saturated_streak,
-            "history": self.history,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.difficulty = state["difficulty"]
-        self.saturated_streak = int(state.get("saturated_streak", 0))
-        self.history = list(state.get("history", []))
+# --------------------------------------------------------------------------- stopping and logging
 
 
 class ZeroAdvantageStop(TrainerCallback):
@@ -410,63 +182,45 @@ def _json_number(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- episodes
-
-
-class EpisodeSource:
-    """Which episode a dataset slot stands for: a fixed pool, or fresh procedural episodes.
-
-    Procedural episodes are generated from (run seed, step, slot) at the curriculum's current
-    difficulty, so a resumed run sees the same episodes it would have seen uninterrupted. Their
-    generator seeds use base `TRAINING_SEED_BASE + seed`, disjoint from the small base seeds the
-    profiles use for evaluation sets.
-    """
-
-    def __init__(
-        self,
-        seed: int,
-        episodes: Sequence[Episode] | None = None,
-        overrides: dict[str, Any] | None = None,
-        slots_per_step: int = 1,
-    ) -> None:
-        self.seed = seed
-        self.slots_per_step = slots_per_step
-        self.pool = list(episodes) if episodes is not None else None
-        self.overrides = dict(overrides or {})
-
-    @property
-    def is_procedural(self) -> bool:
-        return self.pool is None
-
-    def episode(self, slot: int, step: int, difficulty: str) -> Episode:
-        if self.pool is not None:
-            return self.pool[slot % len(self.pool)]
-        from supersede_lib.data import synthetic
-
-        generator_config = synthetic.config_for_difficulty(difficulty)
-        if self.overrides:
-            generator_config = dataclasses.replace(generator_config, **self.overrides)
-        index = step * self.slots_per_step + slot
-        return synthetic.generate_episode(
-            synthetic.episode_seed(TRAINING_SEED_BASE + self.seed, index), generator_config
-        )
+# --------------------------------------------------------------------------- the reward
 
 
 def rubric_scorer(stale_penalty_weight: float = 1.0) -> TrajectoryScorer:
-    """The environment's reward: `score_answer(...).reward` on the rollout's final answer."""
+    """The environment's reward: `score_episode_answer` on the rollout's final answer, as in evaluation."""
 
-    def score(episode: Episode, rollout: BoundedMemoryRollout) -> float:
-        from supersede_lib.eval.matcher import score_answer
-
-        return score_answer(
-            rollout.answer or "",
-            episode.gold_answers,
-            episode.superseded_values,
-            is_abstention=episode.is_abstention,
-            stale_penalty_weight=stale_penalty_weight,
-        ).reward
+    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
+        return score_episode_answer(episode, rollout.answer or "", stale_penalty_weight=stale_penalty_weight)
 
     return score
+
+
+def score_trajectory(scorer: TrajectoryScorer, trajectory: TrajectoryRecord) -> None:
+    """Set the trajectory's reward (and score, when the scorer gives one) from its finished rollout."""
+    outcome = scorer(trajectory.episode, trajectory.rollout)
+    trajectory.score = outcome if isinstance(outcome, Score) else None
+    trajectory.reward = float(outcome.reward if isinstance(outcome, Score) else outcome)
+
+
+def rollout_record(step: int, difficulty: str, trajectory: TrajectoryRecord) -> dict[str, Any]:
+    """One row of the rollouts file: what the reward saw (answer, verdict, reason) and what it gave."""
+    rollout, score = trajectory.rollout, trajectory.score
+    return {
+        "step": step,
+        "difficulty": difficulty,
+        "episode_id": trajectory.episode.episode_id,
+        "slot": trajectory.slot,
+        "reward": trajectory.reward,
+        "advantage": trajectory.advantage,
+        "answer": rollout.answer,
+        "verdict": score.verdict if score else None,
+        "reason": score.reason if score else None,
+        "gold_answers": list(trajectory.episode.gold_answers),
+        "superseded_values": list(trajectory.episode.superseded_values),
+        "asks_previous_value": trajectory.episode.asks_previous_value,
+        "final_notes": rollout.notes,
+        "turns": len(rollout.turns),
+        "truncations": rollout.truncation_count,
+    }
 
 
 # --------------------------------------------------------------------------- the trainer
@@ -555,7 +309,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             for slot, rollout, turns in zip(slots, rollouts, turn_tokens, strict=True)
         ]
         for trajectory in trajectories:
-            trajectory.reward = float(self.scorer(trajectory.episode, trajectory.rollout))
+            score_trajectory(self.scorer, trajectory)
         rewards = [trajectory.reward for trajectory in trajectories]
         advantages, zero_spread_groups = group_advantages(rewards, group_size, self.scale_rewards)
         for trajectory, advantage in zip(trajectories, advantages, strict=True):
@@ -758,22 +512,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as handle:
             for trajectory in trajectories:
-                rollout = trajectory.rollout
-                record = {
-                    "step": step,
-                    "difficulty": difficulty,
-                    "episode_id": trajectory.episode.episode_id,
-                    "slot": trajectory.slot,
-                    "reward": trajectory.reward,
-                    "advantage": trajectory.advantage,
-                    "answer": rollout.answer,
-                    "gold_answers": list(trajectory.episode.gold_answers),
-                    "superseded_values": list(trajectory.episode.superseded_values),
-                    "final_notes": rollout.notes,
-                    "turns": len(rollout.turns),
-                    "truncations": rollout.truncation_count,
-                }
-                handle.write(json.dumps(record) + "\n")
+                handle.write(json.dumps(rollout_record(step, difficulty, trajectory)) + "\n")
 
     # -- checkpoints carry the curriculum and the stop counter
 
@@ -793,401 +532,3 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             state = json.loads((Path(checkpoint) / STATE_FILE).read_text())
             self.curriculum.load_state_dict(state["curriculum"])
             self.zero_advantage_stop.streak = int(state.get("zero_advantage_streak", 0))
-
-
-# --------------------------------------------------------------------------- model loading
-
-
-def resolve_model_source(config: TrainingConfig) -> tuple[str, str | None]:
-    """(model path or hub id, gguf filename); builds the tiny model for the smoke preset."""
-    from supersede_lib.models.hf import split_gguf_path
-
-    if config.model_name_or_path == TINY_MODEL:
-        from supersede_lib.models.tiny import build_tiny_model
-
-        cache = Path(os.environ.get("SUPERSEDE_HF_CACHE", Path.home() / ".cache" / "supersede" / "hf"))
-        return str(build_tiny_model(cache / TINY_MODEL)), None
-    return split_gguf_path(config.model_name_or_path, config.gguf_file)
-
-
-def resolve_base_model(config: TrainingConfig) -> str:
-    """A path or hub id that `HFChatModel` loads as this run's base (the adapters' base)."""
-    source, gguf_file = resolve_model_source(config)
-    return str(Path(source) / gguf_file) if gguf_file else source
-
-
-def uses_unsloth(config: TrainingConfig) -> bool:
-    return torch.cuda.is_available() if config.use_unsloth is None else config.use_unsloth
-
-
-def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
-    """(model, tokenizer, peft_config): Unsloth 4-bit + LoRA on CUDA, transformers (+ PEFT config) on CPU."""
-    from supersede_lib.models.hf import load_model_and_tokenizer, materialize_gguf, prepare_chat_tokenizer
-
-    source, gguf_file = resolve_model_source(config)
-    if uses_unsloth(config):
-        if not torch.cuda.is_available():
-            raise RuntimeError(
-                "TrainingConfig.use_unsloth=True needs a CUDA GPU; leave it None to pick automatically"
-            )
-        from unsloth import FastLanguageModel  # importable only when CUDA is present
-
-        if gguf_file is not None:
-            source = str(materialize_gguf(source, gguf_file))
-        load_kwargs: dict[str, Any] = dict(
-            model_name=source,
-            max_seq_length=config.max_seq_length,
-            load_in_4bit=config.load_in_4bit,
-            fast_inference=config.fast_inference,
-        )
-        if config.fast_inference:  # vLLM engine sizing; only meaningful with fast_inference
-            load_kwargs.update(
-                max_lora_rank=config.lora_r, gpu_memory_utilization=config.gpu_memory_utilization
-            )
-        model, tokenizer = FastLanguageModel.from_pretrained(**load_kwargs)
-        model = FastLanguageModel.get_peft_model(
-            model,
-            r=config.lora_r,
-            lora_alpha=config.lora_alpha,
-            lora_dropout=config.lora_dropout,
-            target_modules=list(config.lora_target_modules),
-            use_gradient_checkpointing="unsloth",
-            random_state=seed,
-        )
-        prepare_chat_tokenizer(tokenizer, model)
-        return model, tokenizer, None
-    from peft import LoraConfig
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model, tokenizer = load_model_and_tokenizer(source, gguf_file, device=device)
-    peft_config = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.lora_target_modules),
-        task_type="CAUSAL_LM",
-    )
-    return model, tokenizer, peft_config
-
-
-# --------------------------------------------------------------------------- running
-
-
-@dataclass
-class TrainingResult:
-    """What one seed's run produced (also written to run_summary.json in its directory)."""
-
-    seed: int
-    output_dir: Path
-    metrics_path: Path
-    checkpoints: list[tuple[int, Path]]
-    final_step: int
-    stop_reason: str  # "max_steps" | "zero_advantage"
-    final_difficulty: str
-    curriculum_history: list[dict[str, Any]]
-    wall_time_s: float
-    seconds_per_step: float
-
-    def to_dict(self) -> dict[str, Any]:
-        record = dataclasses.asdict(self)
-        record["output_dir"] = str(self.output_dir)
-        record["metrics_path"] = str(self.metrics_path)
-        record["checkpoints"] = [[step, str(path)] for step, path in self.checkpoints]
-        return record
-
-
-def run_dir_for(config: TrainingConfig, seed: int) -> Path:
-    return Path(config.output_dir) / f"seed-{seed}"
-
-
-def _config_record(config: TrainingConfig, seed: int) -> dict[str, Any]:
-    return json.loads(json.dumps({**dataclasses.asdict(config), "seed": seed}, default=str))
-
-
-def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
-    """Refuse to continue or reuse a run directory that was started with a different config.
-
-    A resumed or already finished run is only the same experiment when everything that shapes
-    learning matches; `max_steps` and `save_steps` may grow (to train on), and output paths may move.
-    """
-    path = run_dir / CONFIG_FILE
-    if not path.exists():
-        return
-    saved = json.loads(path.read_text())
-    current = _config_record(config, seed)
-    differing = sorted(
-        key
-        for key in saved.keys() | current.keys()
-        if key not in CONFIG_FIELDS_FREE_ON_RESUME and saved.get(key) != current.get(key)
-    )
-    if differing:
-        changes = ", ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in differing)
-        raise ValueError(
-            f"{run_dir} was started with a different training config ({changes}); "
-            "use another output_dir, or delete the run (training.remove_run) to start over"
-        )
-
-
-def build_trainer(
-    config: TrainingConfig,
-    seed: int = 0,
-    *,
-    episodes: Sequence[Episode] | None = None,
-    scorer: TrajectoryScorer | None = None,
-    next_difficulty: Callable[[str], str | None] | None = None,
-    callbacks: Sequence[TrainerCallback] = (),
-) -> SupersedeGRPOTrainer:
-    """A ready-to-train `SupersedeGRPOTrainer` for one seed (`train` calls this, then `.train()`)."""
-    from datasets import Dataset
-    from transformers import set_seed
-
-    if episodes is not None and config.curriculum == "adaptive":
-        raise ValueError(
-            "TrainingConfig.curriculum='adaptive' needs procedural episodes; a fixed pool was given"
-        )
-    if episodes is not None and len(episodes) < config.episodes_per_step:
-        raise ValueError(
-            f"{len(episodes)} episodes given but episodes_per_step={config.episodes_per_step} distinct ones per step"
-        )
-    trl_base = SupersedeGRPOTrainer.__mro__[1]
-    if trl_base.__module__ != "trl.trainer.grpo_trainer":
-        raise RuntimeError(
-            f"GRPOTrainer comes from {trl_base.__module__} (Unsloth's patch?): import supersede_lib.train.grpo "
-            "before unsloth; the per-turn expansion needs TRL's own GRPOTrainer"
-        )
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    if config.cpu_threads and not torch.cuda.is_available():
-        torch.set_num_threads(config.cpu_threads)
-    set_seed(seed)
-    random.seed(seed)
-    run_dir = run_dir_for(config, seed)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    model, tokenizer, peft_config = load_policy(config, seed)
-    on_cuda = torch.cuda.is_available()
-    gradient_checkpointing = config.gradient_checkpointing
-    if gradient_checkpointing is None:
-        gradient_checkpointing = on_cuda and not uses_unsloth(config)  # Unsloth checkpoints by itself
-    args = GRPOConfig(
-        output_dir=str(run_dir),
-        per_device_train_batch_size=config.trajectories_per_step // config.gradient_accumulation_steps,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        num_generations=config.num_generations,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type=config.lr_scheduler_type,
-        max_steps=config.max_steps,
-        max_completion_length=config.max_completion_length,
-        temperature=config.temperature,
-        beta=config.kl_beta,
-        loss_type=config.loss_type,
-        scale_rewards=config.scale_rewards,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        report_to=[],
-        seed=seed,
-        data_seed=seed,
-        bf16=on_cuda and torch.cuda.is_bf16_supported(),
-        use_cpu=not on_cuda,
-        gradient_checkpointing=gradient_checkpointing,
-        remove_unused_columns=False,
-        log_completions=False,
-        disable_tqdm=config.disable_tqdm,
-        dataloader_num_workers=0,
-    )
-    slot_count = len(episodes) if episodes is not None else config.episodes_per_step
-    dataset = Dataset.from_list(
-        [
-            {"prompt": [{"role": "user", "content": f"episode slot {slot}"}], "slot": slot}
-            for slot in range(slot_count)
-        ]
-    )
-    curriculum = Curriculum(
-        difficulty=config.difficulty,
-        adaptive=config.curriculum == "adaptive",
-        success_reward=config.success_reward,
-        saturation_threshold=config.saturation_threshold,
-        saturated_group_fraction=config.saturated_group_fraction,
-        patience=config.curriculum_patience,
-        next_difficulty=next_difficulty,
-    )
-    stop = ZeroAdvantageStop(config.zero_advantage_patience)
-    metrics = MetricsFileCallback(
-        run_dir / METRICS_FILE, context=lambda: {"difficulty": curriculum.difficulty}
-    )
-    trainer = SupersedeGRPOTrainer(
-        model=model,
-        reward_funcs=[supersede_rubric],
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-        callbacks=[stop, metrics, *callbacks],
-        episode_source=EpisodeSource(seed, episodes, config.episode_overrides, slot_count),
-        scorer=scorer or rubric_scorer(config.stale_penalty_weight),
-        curriculum=curriculum,
-        zero_advantage_stop=stop,
-        notes_budget_chars=config.notes_budget_chars,
-        kl_log_every=config.kl_log_every,
-        skip_zero_advantage_rows=config.skip_zero_advantage_rows,
-        log_rollouts=config.log_rollouts,
-    )
-    return trainer
-
-
-def _truncate_jsonl(path: Path, max_step: int) -> None:
-    """Drop rows logged after `max_step` (an interrupted run's tail that the resumed run redoes)."""
-    if not path.exists():
-        return
-    kept = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if row["step"] <= max_step and row.get("kind") != "summary":
-            kept.append(line + "\n")
-    path.write_text("".join(kept))
-
-
-def train(
-    config: TrainingConfig,
-    seed: int = 0,
-    *,
-    episodes: Sequence[Episode] | None = None,
-    scorer: TrajectoryScorer | None = None,
-    next_difficulty: Callable[[str], str | None] | None = None,
-    callbacks: Sequence[TrainerCallback] = (),
-    resume: bool = True,
-) -> TrainingResult:
-    """Run (or resume) one seed; writes checkpoints, metrics.jsonl, rollouts.jsonl, run_summary.json.
-
-    With `resume=True` an interrupted run continues from its last checkpoint (step count, optimizer,
-    curriculum and stop counter included); a finished run is not retrained. `resume=False` on a
-    directory that already holds checkpoints raises instead of mixing two runs.
-    """
-    run_dir = run_dir_for(config, seed)
-    existing = list_checkpoints(run_dir)
-    summary_path = run_dir / SUMMARY_FILE
-    if existing and not resume:
-        raise FileExistsError(
-            f"{run_dir} already holds checkpoints; pass resume=True or use a new output_dir"
-        )
-    if resume:
-        check_run_config(run_dir, config, seed)
-    if resume and summary_path.exists():
-        finished = read_run_summary(summary_path)
-        if finished.stop_reason == "zero_advantage" or finished.final_step >= config.max_steps:
-            return finished
-    resume_from = existing[-1] if (resume and existing) else None
-    for name in (METRICS_FILE, ROLLOUTS_FILE):
-        if resume_from is not None:
-            _truncate_jsonl(run_dir / name, resume_from[0])
-        elif (run_dir / name).exists():
-            (run_dir / name).unlink()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / CONFIG_FILE).write_text(json.dumps(_config_record(config, seed), indent=2) + "\n")
-    trainer = build_trainer(
-        config, seed, episodes=episodes, scorer=scorer, next_difficulty=next_difficulty, callbacks=callbacks
-    )
-    start_step = resume_from[0] if resume_from else 0
-    started = time.perf_counter()
-    try:
-        trainer.train(resume_from_checkpoint=str(resume_from[1]) if resume_from else None)
-        wall = time.perf_counter() - started
-        final_step = trainer.state.global_step
-        stopped = trainer.zero_advantage_stop.stopped_at_step is not None
-        result = TrainingResult(
-            seed=seed,
-            output_dir=run_dir,
-            metrics_path=run_dir / METRICS_FILE,
-            checkpoints=list_checkpoints(run_dir),
-            final_step=final_step,
-            stop_reason="zero_advantage" if stopped else "max_steps",
-            final_difficulty=trainer.curriculum.difficulty,
-            curriculum_history=list(trainer.curriculum.history),
-            wall_time_s=wall,
-            seconds_per_step=wall / max(1, final_step - start_step),
-        )
-    finally:
-        del trainer
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    summary_path.write_text(json.dumps(result.to_dict(), indent=2))
-    return result
-
-
-def train_seeds(config: TrainingConfig, seeds: Sequence[int], **kwargs: Any) -> list[TrainingResult]:
-    """`train` once per seed (each in `<output_dir>/seed-<seed>`)."""
-    return [train(config, seed, **kwargs) for seed in seeds]
-
-
-def read_run_summary(path: Path) -> TrainingResult:
-    """A finished run's `run_summary.json` as a `TrainingResult`."""
-    record = json.loads(path.read_text())
-    record["output_dir"] = Path(record["output_dir"])
-    record["metrics_path"] = Path(record["metrics_path"])
-    record["checkpoints"] = [(int(step), Path(folder)) for step, folder in record["checkpoints"]]
-    return TrainingResult(**record)
-
-
-# --------------------------------------------------------------------------- results
-
-
-def list_checkpoints(output_dir: str | os.PathLike) -> list[tuple[int, Path]]:
-    """(step, path) of every saved adapter checkpoint under `output_dir`, in step order."""
-    root = Path(output_dir)
-    if not root.is_dir():
-        return []
-    found = []
-    for child in root.iterdir():
-        match = CHECKPOINT_PATTERN.match(child.name)
-        if match and child.is_dir() and (child / "adapter_config.json").exists():
-            found.append((int(match.group(1)), child))
-    return sorted(found)
-
-
-def load_metrics(metrics_path: str | os.PathLike) -> Any:
-    """The per-step training metrics as a pandas DataFrame (summary rows dropped)."""
-    import pandas as pd
-
-    rows = [json.loads(line) for line in Path(metrics_path).read_text().splitlines() if line.strip()]
-    frame = pd.DataFrame([row for row in rows if row.get("kind", "train") == "train"])
-    if frame.empty:
-        return frame
-    return frame.sort_values("step").drop_duplicates("step", keep="last").reset_index(drop=True)
-
-
-def plot_training_curve(metrics_path: str | os.PathLike, window: int = 10) -> Any:
-    """Figure 4a: GRPO reward per step (and its rolling mean), curriculum moves marked."""
-    from matplotlib.figure import Figure
-
-    frame = load_metrics(metrics_path)
-    figure = Figure(figsize=(6.4, 4.0))
-    axes = figure.add_subplot()
-    if frame.empty or "reward" not in frame:
-        raise ValueError(f"{metrics_path}: no per-step 'reward' rows to plot")
-    axes.plot(frame["step"], frame["reward"], color="0.7", linewidth=1, label="reward (batch mean)")
-    smooth = frame["reward"].rolling(window, min_periods=1).mean()
-    axes.plot(frame["step"], smooth, color="C0", linewidth=2, label=f"rolling mean ({window} steps)")
-    if "difficulty" in frame:
-        changes = frame.index[frame["difficulty"] != frame["difficulty"].shift()].tolist()[1:]
-        for index in changes:
-            axes.axvline(frame.loc[index, "step"], color="C3", linestyle="--", linewidth=1)
-            axes.annotate(
-                str(frame.loc[index, "difficulty"]),
-                (frame.loc[index, "step"], axes.get_ylim()[1]),
-                fontsize=8,
-                color="C3",
-                va="top",
-            )
-    axes.set_xlabel("GRPO step")
-    axes.set_ylabel("reward")
-    axes.set_title("GRPO reward on procedural episodes")
-    axes.legend(loc="lower right", fontsize=8)
-    figure.tight_layout()
-    return figure
-
-
-def remove_run(config: TrainingConfig, seed: int) -> None:
-    """Delete one seed's run directory (to retrain from scratch)."""
-    shutil.rmtree(run_dir_for(config, seed), ignore_errors=True)

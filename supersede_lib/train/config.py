@@ -1,0 +1,178 @@
+"""The settings of one GRPO run: `TrainingConfig`, its presets, and the names of the files a run writes.
+
+Importable without torch or TRL, so studies and notebooks can read configs and run folders cheaply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from supersede_lib.models.openai_api import MODEL_DIR_ENV, default_model_dir
+from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
+
+TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
+PRESETS = ("smoke", "offline", "paper")
+CURRICULUM_MODES = ("fixed", "adaptive")
+LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+METRICS_FILE = "metrics.jsonl"
+ROLLOUTS_FILE = "rollouts.jsonl"
+SUMMARY_FILE = "run_summary.json"
+CONFIG_FILE = "training_config.json"  # the config a run directory was started with
+STATE_FILE = "supersede_state.json"  # curriculum + stop counter, saved inside every checkpoint
+TRAINING_SEED_BASE = 500  # synthetic.episode_seed(500 + run seed, step * slots + slot)
+# Fields that change how a run is displayed or stored, never what it learns: free to differ on resume.
+CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
+    {"output_dir", "disable_tqdm", "log_rollouts", "max_steps", "save_steps"}
+)
+
+
+def model_dir() -> Path:
+    """Where the presets look for GGUF files: `$SUPERSEDE_MODEL_DIR`, else the provisioning cache."""
+    return Path(os.environ.get(MODEL_DIR_ENV) or default_model_dir())
+
+
+@dataclass
+class TrainingConfig:
+    """Everything one GRPO run needs; `TrainingConfig.preset(name)` gives the studied settings."""
+
+    model_name_or_path: str = "Qwen/Qwen2.5-3B-Instruct"
+    gguf_file: str | None = None
+    output_dir: str = "outputs/training"
+    # LoRA (paper: rank 32, alpha 64)
+    lora_r: int = 32
+    lora_alpha: int = 64
+    lora_dropout: float = 0.0
+    lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
+    # GRPO (paper: lr 1e-5, batch 32 = 4 episodes x group 8)
+    learning_rate: float = 1e-5
+    episodes_per_step: int = 4
+    num_generations: int = 8
+    gradient_accumulation_steps: int = 8
+    max_steps: int = 250
+    max_completion_length: int = 192
+    temperature: float = 1.0
+    kl_beta: float = 0.0
+    kl_log_every: int = 1  # beta 0: measure KL(policy || base) every N steps (0: never; costs 2 passes)
+    loss_type: str = "dapo"
+    skip_zero_advantage_rows: bool = True  # same gradient, less work (see SupersedeGRPOTrainer)
+    scale_rewards: str = "group"
+    lr_scheduler_type: str = "constant"  # the run length is decided by auto-stop, not max_steps
+    # Episodes: procedural, drawn fresh each step at the current difficulty
+    difficulty: str = "medium"
+    episode_overrides: dict[str, Any] = field(default_factory=dict)
+    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS
+    stale_penalty_weight: float = 1.0
+    # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
+    curriculum: str = "fixed"
+    success_reward: float = 1.0  # a rollout "succeeds" when its reward reaches this
+    saturation_threshold: float = 0.875  # a group saturates when this fraction of it succeeds
+    saturated_group_fraction: float = 0.5  # ... and the batch saturates when this fraction of groups do
+    curriculum_patience: int = 2  # consecutive saturated batches before moving up
+    # Stopping, checkpoints, logging
+    zero_advantage_patience: int = 10  # paper: stopped after 10 zero-advantage batches (step 174)
+    save_steps: int = 50
+    log_rollouts: bool = True
+    disable_tqdm: bool = True
+    # Backend
+    use_unsloth: bool | None = None  # None: exactly when CUDA is available
+    load_in_4bit: bool = True
+    fast_inference: bool = False
+    max_seq_length: int = 2048
+    gpu_memory_utilization: float = 0.6
+    gradient_checkpointing: bool | None = None  # None: on for CUDA (Unsloth's own), off on CPU
+    cpu_threads: int | None = None  # torch.set_num_threads on CPU runs; 1 avoids thread thrash on busy cores
+
+    def __post_init__(self) -> None:
+        if self.curriculum not in CURRICULUM_MODES:
+            raise ValueError(
+                f"TrainingConfig.curriculum must be one of {CURRICULUM_MODES}, got {self.curriculum!r}"
+            )
+        if self.num_generations < 2:
+            raise ValueError(
+                f"TrainingConfig.num_generations must be >= 2 for GRPO, got {self.num_generations}"
+            )
+        if self.trajectories_per_step % self.gradient_accumulation_steps:
+            raise ValueError(
+                "TrainingConfig: episodes_per_step x num_generations "
+                f"({self.trajectories_per_step}) must be divisible by gradient_accumulation_steps "
+                f"({self.gradient_accumulation_steps})"
+            )
+
+    @property
+    def trajectories_per_step(self) -> int:
+        return self.episodes_per_step * self.num_generations
+
+    def replace(self, **changes: Any) -> TrainingConfig:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> TrainingConfig:
+        """`smoke` (tiny random model, seconds), `offline` (CPU mini-replication), `paper` (GPU)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown training preset {name!r}; expected one of {PRESETS}")
+        base = dict(_PRESETS[name])
+        base.update(overrides)
+        return cls(**base)
+
+
+_PRESETS: dict[str, dict[str, Any]] = {
+    # Exercises every code path in seconds: random 2-layer model, tiny episodes.
+    "smoke": dict(
+        model_name_or_path=TINY_MODEL,
+        output_dir="outputs/smoke/training",
+        lora_r=4,
+        lora_alpha=8,
+        lora_target_modules=("q_proj", "v_proj"),
+        learning_rate=1e-4,
+        episodes_per_step=2,
+        num_generations=2,
+        gradient_accumulation_steps=2,
+        max_steps=3,
+        max_completion_length=16,
+        difficulty="easy",
+        episode_overrides={},
+        notes_budget_chars=120,
+        save_steps=2,
+        cpu_threads=1,
+        zero_advantage_patience=10,
+    ),
+    # CPU mini-replication, sized for ~45 min on 2 CPU cores (docs/training.md has the measurements):
+    # Qwen2.5-Coder-0.5B-Instruct (GGUF, dequantised once) on short easy episodes. SmolLM2-135M was
+    # measured too: its rewards are nearly all 0, so GRPO has no advantage to learn from.
+    "offline": dict(
+        model_name_or_path=str(model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+        output_dir="outputs/offline/training",
+        learning_rate=1e-4,  # chosen so 8 small steps move the adapter; measured: mostly noise (README)
+        episodes_per_step=1,
+        num_generations=4,
+        gradient_accumulation_steps=2,
+        max_steps=8,
+        max_completion_length=64,
+        temperature=0.7,
+        kl_log_every=4,
+        difficulty="easy",
+        episode_overrides={"n_sessions": (2, 3)},
+        curriculum="fixed",
+        saturation_threshold=0.75,  # groups of 4: "most rollouts succeed" = 3 of 4
+        curriculum_patience=1,  # with 8 steps, move up after one saturated batch
+        save_steps=4,
+        cpu_threads=1,
+    ),
+    # The paper's run: Qwen2.5-3B-Instruct, LoRA 32/64, lr 1e-5, 32 trajectories = 4 x 8 per step.
+    "paper": dict(
+        model_name_or_path="Qwen/Qwen2.5-3B-Instruct",
+        output_dir="outputs/paper/training",
+        episodes_per_step=4,
+        num_generations=8,
+        gradient_accumulation_steps=16,
+        max_steps=250,
+        max_completion_length=192,
+        difficulty="medium",
+        save_steps=50,
+        zero_advantage_patience=10,
+    ),
+}

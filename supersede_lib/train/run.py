@@ -1,0 +1,424 @@
+"""Running GRPO: load the policy, build the trainer, train one seed (resuming), and read runs back.
+
+A run lives in `<output_dir>/seed-<seed>/`: checkpoints, the metrics and rollouts logs, the config
+it was started with (a resume under a changed config is refused) and, once finished, its summary.
+Importing this module is cheap; torch, TRL and the trainer are imported when a run is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import random
+import re
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from supersede_lib.episode import Episode
+from supersede_lib.models.hf import (
+    DEFAULT_GGUF_CACHE,
+    GGUF_CACHE_ENV,
+    load_model_and_tokenizer,
+    materialize_gguf,
+    prepare_chat_tokenizer,
+    split_gguf_path,
+)
+from supersede_lib.models.tiny import build_tiny_model
+from supersede_lib.train.config import (
+    CONFIG_FIELDS_FREE_ON_RESUME,
+    CONFIG_FILE,
+    METRICS_FILE,
+    ROLLOUTS_FILE,
+    SUMMARY_FILE,
+    TINY_MODEL,
+    TrainingConfig,
+)
+from supersede_lib.train.curriculum import Curriculum, EpisodeSource
+
+if TYPE_CHECKING:
+    from transformers import TrainerCallback
+
+    from supersede_lib.train.grpo import SupersedeGRPOTrainer, TrajectoryScorer
+
+CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
+
+
+# --------------------------------------------------------------------------- model loading
+
+
+def resolve_model_source(config: TrainingConfig) -> tuple[str, str | None]:
+    """(model path or hub id, gguf filename); builds the tiny model for the smoke preset."""
+    if config.model_name_or_path == TINY_MODEL:
+        cache = Path(os.environ.get(GGUF_CACHE_ENV) or DEFAULT_GGUF_CACHE)
+        return str(build_tiny_model(cache / TINY_MODEL)), None
+    return split_gguf_path(config.model_name_or_path, config.gguf_file)
+
+
+def resolve_base_model(config: TrainingConfig) -> str:
+    """A path or hub id that `HFChatModel` loads as this run's base (the adapters' base)."""
+    source, gguf_file = resolve_model_source(config)
+    return str(Path(source) / gguf_file) if gguf_file else source
+
+
+def uses_unsloth(config: TrainingConfig) -> bool:
+    """Whether the policy is loaded by Unsloth: as configured, else exactly when CUDA is available."""
+    import torch
+
+    return torch.cuda.is_available() if config.use_unsloth is None else config.use_unsloth
+
+
+def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, peft_config): Unsloth 4-bit + LoRA on CUDA, transformers (+ PEFT config) on CPU."""
+    import torch
+
+    source, gguf_file = resolve_model_source(config)
+    if uses_unsloth(config):
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "TrainingConfig.use_unsloth=True needs a CUDA GPU; leave it None to pick automatically"
+            )
+        from unsloth import FastLanguageModel  # importable only when CUDA is present
+
+        if gguf_file is not None:
+            source = str(materialize_gguf(source, gguf_file))
+        load_kwargs: dict[str, Any] = dict(
+            model_name=source,
+            max_seq_length=config.max_seq_length,
+            load_in_4bit=config.load_in_4bit,
+            fast_inference=config.fast_inference,
+        )
+        if config.fast_inference:  # vLLM engine sizing; only meaningful with fast_inference
+            load_kwargs.update(
+                max_lora_rank=config.lora_r, gpu_memory_utilization=config.gpu_memory_utilization
+            )
+        model, tokenizer = FastLanguageModel.from_pretrained(**load_kwargs)
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=list(config.lora_target_modules),
+            use_gradient_checkpointing="unsloth",
+            random_state=seed,
+        )
+        prepare_chat_tokenizer(tokenizer, model)
+        return model, tokenizer, None
+    from peft import LoraConfig
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, tokenizer = load_model_and_tokenizer(source, gguf_file, device=device)
+    peft_config = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+    return model, tokenizer, peft_config
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class TrainingResult:
+    """What one seed's run produced (also written to run_summary.json in its directory)."""
+
+    seed: int
+    output_dir: Path
+    metrics_path: Path
+    checkpoints: list[tuple[int, Path]]
+    final_step: int
+    stop_reason: str  # "max_steps" | "zero_advantage"
+    final_difficulty: str
+    curriculum_history: list[dict[str, Any]]
+    wall_time_s: float
+    seconds_per_step: float
+
+    def to_dict(self) -> dict[str, Any]:
+        record = dataclasses.asdict(self)
+        record["output_dir"] = str(self.output_dir)
+        record["metrics_path"] = str(self.metrics_path)
+        record["checkpoints"] = [[step, str(path)] for step, path in self.checkpoints]
+        return record
+
+
+def run_dir_for(config: TrainingConfig, seed: int) -> Path:
+    """Where one seed's run lives: `<output_dir>/seed-<seed>`."""
+    return Path(config.output_dir) / f"seed-{seed}"
+
+
+def _config_record(config: TrainingConfig, seed: int) -> dict[str, Any]:
+    return json.loads(json.dumps({**dataclasses.asdict(config), "seed": seed}, default=str))
+
+
+def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
+    """Refuse to continue or reuse a run directory that was started with a different config.
+
+    A resumed or already finished run is only the same experiment when everything that shapes
+    learning matches; `max_steps` and `save_steps` may grow (to train on), and output paths may move.
+    """
+    path = run_dir / CONFIG_FILE
+    if not path.exists():
+        return
+    saved = json.loads(path.read_text())
+    current = _config_record(config, seed)
+    differing = sorted(
+        key
+        for key in saved.keys() | current.keys()
+        if key not in CONFIG_FIELDS_FREE_ON_RESUME and saved.get(key) != current.get(key)
+    )
+    if differing:
+        changes = ", ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in differing)
+        raise ValueError(
+            f"{run_dir} was started with a different training config ({changes}); "
+            "use another output_dir, or delete the run (train.run.remove_run) to start over"
+        )
+
+
+def build_trainer(
+    config: TrainingConfig,
+    seed: int = 0,
+    *,
+    episodes: Sequence[Episode] | None = None,
+    scorer: TrajectoryScorer | None = None,
+    next_difficulty: Callable[[str], str | None] | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
+) -> SupersedeGRPOTrainer:
+    """A ready-to-train `SupersedeGRPOTrainer` for one seed (`train` calls this, then `.train()`)."""
+    import torch
+    from datasets import Dataset
+    from transformers import set_seed
+    from trl import GRPOConfig
+
+    # The trainer module imports TRL (heavy) at its top, so it is loaded only when a run is built.
+    from supersede_lib.train.grpo import (
+        MetricsFileCallback,
+        SupersedeGRPOTrainer,
+        ZeroAdvantageStop,
+        rubric_scorer,
+        supersede_rubric,
+    )
+
+    if episodes is not None and config.curriculum == "adaptive":
+        raise ValueError(
+            "TrainingConfig.curriculum='adaptive' needs procedural episodes; a fixed pool was given"
+        )
+    if episodes is not None and len(episodes) < config.episodes_per_step:
+        raise ValueError(
+            f"{len(episodes)} episodes given but episodes_per_step={config.episodes_per_step} distinct ones per step"
+        )
+    trl_base = SupersedeGRPOTrainer.__mro__[1]
+    if trl_base.__module__ != "trl.trainer.grpo_trainer":
+        raise RuntimeError(
+            f"GRPOTrainer comes from {trl_base.__module__} (Unsloth's patch?): import supersede_lib.train.grpo "
+            "before unsloth; the per-turn expansion needs TRL's own GRPOTrainer"
+        )
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if config.cpu_threads and not torch.cuda.is_available():
+        torch.set_num_threads(config.cpu_threads)
+    set_seed(seed)
+    random.seed(seed)
+    run_dir = run_dir_for(config, seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model, tokenizer, peft_config = load_policy(config, seed)
+    on_cuda = torch.cuda.is_available()
+    gradient_checkpointing = config.gradient_checkpointing
+    if gradient_checkpointing is None:
+        gradient_checkpointing = on_cuda and not uses_unsloth(config)  # Unsloth checkpoints by itself
+    args = GRPOConfig(
+        output_dir=str(run_dir),
+        per_device_train_batch_size=config.trajectories_per_step // config.gradient_accumulation_steps,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        num_generations=config.num_generations,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler_type,
+        max_steps=config.max_steps,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        beta=config.kl_beta,
+        loss_type=config.loss_type,
+        scale_rewards=config.scale_rewards,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        report_to=[],
+        seed=seed,
+        data_seed=seed,
+        bf16=on_cuda and torch.cuda.is_bf16_supported(),
+        use_cpu=not on_cuda,
+        gradient_checkpointing=gradient_checkpointing,
+        remove_unused_columns=False,
+        log_completions=False,
+        disable_tqdm=config.disable_tqdm,
+        dataloader_num_workers=0,
+    )
+    slot_count = len(episodes) if episodes is not None else config.episodes_per_step
+    dataset = Dataset.from_list(
+        [
+            {"prompt": [{"role": "user", "content": f"episode slot {slot}"}], "slot": slot}
+            for slot in range(slot_count)
+        ]
+    )
+    curriculum = Curriculum(
+        difficulty=config.difficulty,
+        adaptive=config.curriculum == "adaptive",
+        success_reward=config.success_reward,
+        saturation_threshold=config.saturation_threshold,
+        saturated_group_fraction=config.saturated_group_fraction,
+        patience=config.curriculum_patience,
+        next_difficulty=next_difficulty,
+    )
+    stop = ZeroAdvantageStop(config.zero_advantage_patience)
+    metrics = MetricsFileCallback(
+        run_dir / METRICS_FILE, context=lambda: {"difficulty": curriculum.difficulty}
+    )
+    trainer = SupersedeGRPOTrainer(
+        model=model,
+        reward_funcs=[supersede_rubric],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[stop, metrics, *callbacks],
+        episode_source=EpisodeSource(seed, episodes, config.episode_overrides, slot_count),
+        scorer=scorer or rubric_scorer(config.stale_penalty_weight),
+        curriculum=curriculum,
+        zero_advantage_stop=stop,
+        notes_budget_chars=config.notes_budget_chars,
+        kl_log_every=config.kl_log_every,
+        skip_zero_advantage_rows=config.skip_zero_advantage_rows,
+        log_rollouts=config.log_rollouts,
+    )
+    return trainer
+
+
+def _truncate_jsonl(path: Path, max_step: int) -> None:
+    """Drop rows logged after `max_step` (an interrupted run's tail that the resumed run redoes)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row["step"] <= max_step and row.get("kind") != "summary":
+            kept.append(line + "\n")
+    path.write_text("".join(kept))
+
+
+def train(
+    config: TrainingConfig,
+    seed: int = 0,
+    *,
+    episodes: Sequence[Episode] | None = None,
+    scorer: TrajectoryScorer | None = None,
+    next_difficulty: Callable[[str], str | None] | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
+    resume: bool = True,
+) -> TrainingResult:
+    """Run (or resume) one seed; writes checkpoints, metrics.jsonl, rollouts.jsonl, run_summary.json.
+
+    With `resume=True` an interrupted run continues from its last checkpoint (step count, optimizer,
+    curriculum and stop counter included); a finished run is not retrained. `resume=False` on a
+    directory that already holds checkpoints raises instead of mixing two runs.
+    """
+    import torch
+
+    run_dir = run_dir_for(config, seed)
+    existing = list_checkpoints(run_dir)
+    summary_path = run_dir / SUMMARY_FILE
+    if existing and not resume:
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints; pass resume=True or use a new output_dir"
+        )
+    if resume:
+        check_run_config(run_dir, config, seed)
+    if resume and summary_path.exists():
+        finished = read_run_summary(summary_path)
+        if finished.stop_reason == "zero_advantage" or finished.final_step >= config.max_steps:
+            return finished
+    resume_from = existing[-1] if (resume and existing) else None
+    for name in (METRICS_FILE, ROLLOUTS_FILE):
+        if resume_from is not None:
+            _truncate_jsonl(run_dir / name, resume_from[0])
+        elif (run_dir / name).exists():
+            (run_dir / name).unlink()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CONFIG_FILE).write_text(json.dumps(_config_record(config, seed), indent=2) + "\n")
+    trainer = build_trainer(
+        config, seed, episodes=episodes, scorer=scorer, next_difficulty=next_difficulty, callbacks=callbacks
+    )
+    start_step = resume_from[0] if resume_from else 0
+    started = time.perf_counter()
+    try:
+        trainer.train(resume_from_checkpoint=str(resume_from[1]) if resume_from else None)
+        wall = time.perf_counter() - started
+        final_step = trainer.state.global_step
+        stopped = trainer.zero_advantage_stop.stopped_at_step is not None
+        result = TrainingResult(
+            seed=seed,
+            output_dir=run_dir,
+            metrics_path=run_dir / METRICS_FILE,
+            checkpoints=list_checkpoints(run_dir),
+            final_step=final_step,
+            stop_reason="zero_advantage" if stopped else "max_steps",
+            final_difficulty=trainer.curriculum.difficulty,
+            curriculum_history=list(trainer.curriculum.history),
+            wall_time_s=wall,
+            seconds_per_step=wall / max(1, final_step - start_step),
+        )
+    finally:
+        del trainer
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    summary_path.write_text(json.dumps(result.to_dict(), indent=2))
+    return result
+
+
+def read_run_summary(path: Path) -> TrainingResult:
+    """A finished run's `run_summary.json` as a `TrainingResult`."""
+    record = json.loads(path.read_text())
+    record["output_dir"] = Path(record["output_dir"])
+    record["metrics_path"] = Path(record["metrics_path"])
+    record["checkpoints"] = [(int(step), Path(folder)) for step, folder in record["checkpoints"]]
+    return TrainingResult(**record)
+
+
+# --------------------------------------------------------------------------- results
+
+
+def list_checkpoints(output_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+    """(step, path) of every saved adapter checkpoint under `output_dir`, in step order."""
+    root = Path(output_dir)
+    if not root.is_dir():
+        return []
+    found = []
+    for child in root.iterdir():
+        match = CHECKPOINT_PATTERN.match(child.name)
+        if match and child.is_dir() and (child / "adapter_config.json").exists():
+            found.append((int(match.group(1)), child))
+    return sorted(found)
+
+
+def load_metrics(metrics_path: str | os.PathLike) -> pd.DataFrame:
+    """The per-step training metrics as a pandas DataFrame (summary rows dropped)."""
+    rows = [json.loads(line) for line in Path(metrics_path).read_text().splitlines() if line.strip()]
+    frame = pd.DataFrame([row for row in rows if row.get("kind", "train") == "train"])
+    if frame.empty:
+        return frame
+    return frame.sort_values("step").drop_duplicates("step", keep="last").reset_index(drop=True)
+
+
+def remove_run(config: TrainingConfig, seed: int) -> None:
+    """Delete one seed's run directory (to retrain from scratch)."""
+    shutil.rmtree(run_dir_for(config, seed), ignore_errors=True)
