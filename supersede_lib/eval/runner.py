@@ -247,7 +247,7 @@ async def arun_rollout(
     A prompt longer than the model's context window ends the rollout without an answer (scored
     as wrong) and is recorded in `outcome.error`: that is the model's limit, not a crash of the run.
     """
-    from supersede_lib.models.openai_api import ContextOverflowError
+    from supersede_lib.models.chat import ContextOverflowError
 
     if condition is None:
         condition = "bounded_memory" if isinstance(rollout, BoundedMemoryRollout) else "full_context"
