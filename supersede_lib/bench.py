@@ -3,7 +3,7 @@
     python -m supersede_lib.bench                  # defaults below; writes outputs/bench/bench.json
     python -m supersede_lib.bench --full-sequential --latency 0.1
 
-1. Concurrency, against `fake_server.LocalOpenAIServer` on 127.0.0.1 with a fixed per-call latency
+1. Concurrency, against `models.local_server.LocalOpenAIServer` on 127.0.0.1 with a fixed per-call latency
    (in a child process, so its threads do not share the runner's interpreter lock):
    78 synthetic bounded-memory questions (the size of LongMemEval knowledge-update) run
    sequentially, at `--concurrency` (16) and with every question in flight at once, then a fully
@@ -224,7 +224,7 @@ def embedded_overhead_bench(seed: int) -> dict[str, Any]:
     if path is None:
         return {"skipped": "no GGUF model file found (run provision-models.sh or set SUPERSEDE_MODEL_DIR)"}
     from supersede_lib.data.synthetic import generate_episodes
-    from supersede_lib.models.openai_api import EmbeddedGGUFModel
+    from supersede_lib.models.gguf import EmbeddedGGUFModel
 
     model = EmbeddedGGUFModel(path, n_ctx=4096)
     model.load()  # loading is a one-off cost, not per-call harness overhead

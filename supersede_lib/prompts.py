@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from supersede_lib.episode import Session
-
-Message = dict[str, str]
+from supersede_lib.models.chat import Message
 
 NOTES_SYSTEM = (
     "You keep a short memory about the user. You cannot reread past conversations: your notes are "

@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib.models.openai_api import (
-    MODEL_DIR_ENV,
-    EmbeddedGGUFModel,
-    OpenAIChatModel,
-    default_model_dir,
-)
+from supersede_lib.models.gguf import MODEL_DIR_ENV, EmbeddedGGUFModel, default_model_dir
+from supersede_lib.models.openai_api import OpenAIChatModel
 
 pytestmark = pytest.mark.realmodel
 

@@ -16,7 +16,7 @@ import pytest
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import RunSettings, run_condition
-from supersede_lib.models.openai_api import EmbeddedGGUFModel, default_model_dir
+from supersede_lib.models.gguf import EmbeddedGGUFModel, default_model_dir
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 

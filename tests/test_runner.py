@@ -1,7 +1,7 @@
 """The runner: rows, trajectories, output files, concurrency, judge columns, Jupyter-safe sync call.
 
 The first part drives a small scripted in-process ChatModel; the second goes over HTTP to
-`fake_server.LocalOpenAIServer` through `clients.OpenAIChatModel`: the exact requests on the wire
+`local_server.LocalOpenAIServer` through `openai_api.OpenAIChatModel`: the exact requests on the wire
 (no re-feed), cached re-runs, and a run killed with SIGKILL then resumed from the cache.
 """
 
@@ -33,9 +33,9 @@ from supersede_lib.eval.runner import (
     run_conditions,
 )
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
-from supersede_lib.models.chat import ChatModel, ChatResult
+from supersede_lib.models.chat import ChatModel, ChatResult, ModelConfigError
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.models.openai_api import ModelConfigError, OpenAIChatModel
+from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.rollout import BoundedMemoryRollout
 
 CITY_PATTERN = re.compile(r"my city is (\w+)")
@@ -299,7 +299,7 @@ def test_model_error_propagates_unchanged() -> None:
 
 
 def test_a_prompt_too_long_for_the_model_fails_that_question_only(tmp_path) -> None:
-    from supersede_lib.models.openai_api import ContextOverflowError
+    from supersede_lib.models.chat import ContextOverflowError
 
     class SmallWindow(CityModel):
         """Fits one session, not a whole history: full context overflows on the long episode."""

@@ -27,8 +27,7 @@ from tqdm.auto import tqdm
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import conveys_value, score_episode_answer
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
-from supersede_lib.models.chat import ChatModel, ChatResult
-from supersede_lib.models.openai_api import ContextOverflowError
+from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError
 from supersede_lib.rollout import (
     PAPER_NOTES_BUDGET_CHARS,
     BoundedMemoryRollout,

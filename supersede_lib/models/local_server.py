@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible server for tests, `make bench` and offline `vf-eval` runs.
+"""A local OpenAI-compatible server: scripted fakes for tests and `make bench`, real models for `vf-eval`.
 
 `LocalOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` on 127.0.0.1 from a
 background thread, one thread per connection, so many requests can wait out `latency_s` at
@@ -15,8 +15,10 @@ a 429 with a `Retry-After` header; `("sleep", seconds)` wait before answering (c
 `("malformed", None)` a 200 whose body is not JSON; `("missing_choices", None)` a 200 JSON body
 without `choices`; `("close", None)` drop the connection without answering.
 
-The default replies come from `default_responder` (deterministic; see its docstring), so bench
-runs exercise the whole rollout with realistic-looking notes and answers.
+Every reply is whatever the `responder` callable returns for the request's messages. The default,
+`default_responder`, is a deterministic fake (see its docstring), so bench runs exercise the whole
+rollout with realistic-looking notes and answers; a responder that calls a real `ChatModel`
+(`studies.common.ModelEndpoint`) serves an in-process model to clients that only speak HTTP.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ _BUDGET_PATTERN = re.compile(r"at most (\d+) characters")
 
 
 def approx_token_count(text: str) -> int:
-    """Rough token count (4 characters per token) for the fake `usage` block."""
+    """Rough token count (4 characters per token) for the `usage` block; the server has no tokenizer."""
     return max(1, (len(text) + 3) // 4)
 
 
@@ -100,7 +102,12 @@ def _validate_failures(failures: Iterable[FailureAction]) -> list[FailureAction]
 
 
 class LocalOpenAIServer:
-    """OpenAI-compatible chat server on 127.0.0.1 with fixed latency, scripted failures and a request log."""
+    """OpenAI-compatible chat server on 127.0.0.1 with fixed latency, scripted failures and a request log.
+
+    It serves scripted fakes (the default heuristic `default_responder`, a test's lambda, the
+    `failures` script) and real models alike: `responder` may be any function from messages to
+    reply text, such as one that calls an embedded, transformers or remote `ChatModel`.
+    """
 
     def __init__(
         self,
@@ -134,11 +141,14 @@ class LocalOpenAIServer:
         httpd.allow_reuse_address = True
         httpd.server_bind()
         httpd.server_activate()
-        httpd.fake = self  # type: ignore[attr-defined]
+        httpd.owner = self  # type: ignore[attr-defined]
         self.port = httpd.server_address[1]
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai-server", daemon=True
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="local-openai-server",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -197,8 +207,8 @@ class LocalOpenAIServer:
 
     def completion_body(self, request: dict[str, Any], text: str, index: int) -> dict[str, Any]:
         """A chat.completion object the openai SDK (and verifiers) parse without complaint."""
-        prompt_chars = sum(len(str(message.get("content", ""))) for message in request.get("messages", []))
-        prompt_tokens = max(1, (prompt_chars + 3) // 4)  # same 4-characters-per-token rule
+        prompt_text = "".join(str(message.get("content", "")) for message in request.get("messages", []))
+        prompt_tokens = approx_token_count(prompt_text)
         completion_tokens = approx_token_count(text)
         return {
             "id": f"chatcmpl-fake-{index}",
@@ -230,8 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     @property
-    def fake(self) -> LocalOpenAIServer:
-        return self.server.fake  # type: ignore[attr-defined]
+    def owner(self) -> LocalOpenAIServer:
+        return self.server.owner  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return  # keep test output clean
@@ -252,12 +262,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(payload).encode("utf-8"), headers)
 
     def _authorised(self) -> bool:
-        expected = self.fake.api_key
+        expected = self.owner.api_key
         return expected is None or self.headers.get("Authorization") == f"Bearer {expected}"
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         if self.path.rstrip("/") in ("/v1/models", "/models"):
-            model = {"id": self.fake.model, "object": "model", "created": 0, "owned_by": "supersede-fake"}
+            model = {"id": self.owner.model, "object": "model", "created": 0, "owned_by": "supersede-fake"}
             self._send_json(200, {"object": "list", "data": [model]})
         elif self.path.rstrip("/") in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok"})
@@ -275,14 +285,14 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as error:
             self._send_json(400, _error_body(400, f"request body is not JSON: {error}"))
             return
-        action = self.fake._record(body)
+        action = self.owner._record(body)
         try:
             self._answer(body, action)
         finally:
-            self.fake._finish()
+            self.owner._finish()
 
     def _answer(self, body: dict[str, Any], action: FailureAction | None) -> None:
-        fake = self.fake
+        owner = self.owner
         if not self._authorised():
             self._send_json(401, _error_body(401, "invalid api key"))
             return
@@ -304,17 +314,17 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "close":
             self.close_connection = True
             return
-        time.sleep(fake.latency_s + (value if kind == "sleep" else 0.0))
+        time.sleep(owner.latency_s + (value if kind == "sleep" else 0.0))
         if body.get("stream"):
-            self._send_json(400, _error_body(400, "the fake server does not stream; send stream=false"))
+            self._send_json(400, _error_body(400, "the local server does not stream; send stream=false"))
             return
         messages = body.get("messages")
         if not isinstance(messages, list):
             self._send_json(400, _error_body(400, "'messages' must be a list of {role, content}"))
             return
         try:
-            text = fake.responder(messages)
+            text = owner.responder(messages)
         except Exception as error:  # a test responder bug should show up as a readable 500
             self._send_json(500, _error_body(500, f"responder failed: {type(error).__name__}: {error}"))
             return
-        self._send_json(200, fake.completion_body(body, text, fake.request_count))
+        self._send_json(200, owner.completion_body(body, text, owner.request_count))

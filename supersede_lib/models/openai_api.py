@@ -1,15 +1,9 @@
-"""Model backends behind the one `ChatModel` interface.
+"""OpenAI-compatible chat-completions backend: `OpenAIChatModel` and its retry policy.
 
-- `OpenAIChatModel`: any OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp,
-  `fake_server`), through the official `openai` SDK with our own explicit retry policy.
-- `EmbeddedGGUFModel`: in-process CPU inference on a GGUF file through `xllamacpp`, so the
-  notebooks run with no server and no key.
-- `make_chat_model(spec)`: build either (or the transformers backend in `hf_model`) from a
-  profile's plain dict, optionally behind the persistent response cache.
-
-Errors are split by what the user should do: `ModelConfigError` (fix a setting: key, URL,
-model name, file), `ModelCallError` (the call kept failing for a transient reason, or the
-server answered garbage), `ContextOverflowError` (this prompt does not fit the model).
+Talks to OpenAI or any compatible server (vLLM, Ollama, llama.cpp, `local_server`) through the
+official `openai` SDK with the SDK's retries off, so every attempt, backoff and failure is
+classified here. Also holds the reasoning-model rules and the per-token price table used to
+estimate a run's cost.
 """
 
 from __future__ import annotations
@@ -18,41 +12,26 @@ import asyncio
 import os
 import random
 import re
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from supersede_lib.models.chat import ChatModel, ChatResult, Message
+import openai
 
+from supersede_lib.models.chat import (
+    ChatResult,
+    ContextOverflowError,
+    Message,
+    ModelCallError,
+    ModelConfigError,
+    ModelError,
+    one_line,
+)
 
-class ModelError(RuntimeError):
-    """Base class for every backend failure, so a runner can catch one type."""
-
-
-class ModelConfigError(ModelError):
-    """A setting is wrong or missing (key, URL, model name, model file); the message says which."""
-
-
-class ModelCallError(ModelError):
-    """The call failed after all retries, or the backend returned something unusable."""
-
-
-class ContextOverflowError(ModelCallError):
-    """The prompt is longer than the model's context window."""
-
-
-# --------------------------------------------------------------------------- defaults
-
-DEFAULT_GGUF_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-DEFAULT_GGUF_REPO = "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF"
-MODEL_DIR_ENV = "SUPERSEDE_MODEL_DIR"
-THREADS_ENV = "SUPERSEDE_N_THREADS"  # CPU threads of the embedded model when a spec sets none
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, llama.cpp, fake_server) accept any key
+LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, llama.cpp, local_server) accept any key
 
 # Reasoning models reject `temperature` and `max_tokens`; they take `max_completion_tokens`.
 REASONING_MODEL_PREFIXES = ("gpt-5", "o1", "o3", "o4")
@@ -99,15 +78,9 @@ def estimate_cost_usd(model: str, prompt_tokens: int, completion_tokens: int) ->
 
 
 def is_local_url(base_url: str | None) -> bool:
+    """True for a URL on this machine (localhost, 127.0.0.1, ::1, 0.0.0.0), where no key is needed."""
     return base_url is not None and (urlsplit(base_url).hostname or "") in LOCAL_HOSTS
 
-
-def _one_line(text: object, limit: int = 300) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-# --------------------------------------------------------------------------- OpenAI-compatible
 
 SleepFunction = Callable[[float], Awaitable[None]]
 
@@ -163,7 +136,7 @@ class OpenAIChatModel:
         # httpx connection pools are bound to one event loop: keep one client per loop (holding the
         # loop itself, not its id, so a new loop at a recycled address never gets a stale client)
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._async_client: Any = None
+        self._async_client: openai.AsyncOpenAI | None = None
         self.call_count = 0
         self.attempt_count = 0
         self.retry_count = 0
@@ -185,9 +158,7 @@ class OpenAIChatModel:
             f"to call {self.model} at {self.endpoint}"
         )
 
-    def _client(self) -> Any:
-        import openai
-
+    def _client(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
         if self._async_client is None or self._client_loop is not loop:
             self._async_client = openai.AsyncOpenAI(
@@ -260,8 +231,6 @@ class OpenAIChatModel:
 
     def _is_retryable(self, error: Exception) -> bool:
         """True for transient failures; raises the right error at once for permanent ones."""
-        import openai
-
         if isinstance(
             error, openai.APIConnectionError | _MalformedResponse | openai.APIResponseValidationError
         ):
@@ -277,7 +246,7 @@ class OpenAIChatModel:
 
     def _status_error(self, error: Any) -> ModelError:
         status = error.status_code
-        detail = _one_line(getattr(error, "message", error))
+        detail = one_line(getattr(error, "message", error))
         where = f"model {self.model!r} at {self.endpoint}"
         if status == 401:
             return ModelConfigError(
@@ -296,17 +265,15 @@ class OpenAIChatModel:
         return ModelConfigError(f"request rejected ({status}) by {where}: {detail}")
 
     def _exhausted_error(self, error: BaseException | None) -> ModelError:
-        import openai
-
         attempts = self.max_retries + 1
         if isinstance(error, openai.APIConnectionError) and not isinstance(error, openai.APITimeoutError):
             return ModelConfigError(
-                f"cannot reach {self.endpoint} after {attempts} attempts ({_one_line(error)}): "
+                f"cannot reach {self.endpoint} after {attempts} attempts ({one_line(error)}): "
                 "check that the server is running and that base_url has the right host, port and /v1"
             )
         return ModelCallError(
             f"{self.model!r} at {self.endpoint} still failing after {attempts} attempts: "
-            f"{type(error).__name__}: {_one_line(error)}"
+            f"{type(error).__name__}: {one_line(error)}"
         )
 
     def stats(self) -> dict[str, Any]:
@@ -360,306 +327,3 @@ def _mentions_context_overflow(error: Any) -> bool:
     code = str(getattr(error, "code", "") or "")
     text = str(getattr(error, "message", "")).lower()
     return code == "context_length_exceeded" or "context length" in text or "context size" in text
-
-
-# --------------------------------------------------------------------------- embedded GGUF
-
-
-def threads_from_env() -> int | None:
-    """`SUPERSEDE_N_THREADS` as a positive int (None when unset: llama.cpp picks)."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise ModelConfigError(f"{THREADS_ENV} must be a positive whole number of CPU threads, got {raw!r}")
-    return int(raw)
-
-
-class EmbeddedGGUFModel:
-    """A GGUF model run in-process on CPU by `xllamacpp` (llama.cpp's server engine).
-
-    The model loads on first use. Calls are serialised with a lock and run in a worker thread
-    (`asyncio.to_thread`; xllamacpp releases the GIL) so the event loop stays responsive.
-    Temperature 0 is greedy decoding. `max_tokens=None` uses `default_max_tokens`, because an
-    uncapped small model can ramble until the context is full.
-
-    xllamacpp also serves llama.cpp's OpenAI-compatible HTTP API on a random 127.0.0.1 port:
-    `serve()` returns that base URL (ending in /v1) for `vf-eval -b` or `OpenAIChatModel`.
-    """
-
-    def __init__(
-        self,
-        model_path: str | Path,
-        n_ctx: int = 8192,
-        n_threads: int | None = None,
-        name: str | None = None,
-        default_max_tokens: int = 512,
-        verbose: bool = False,
-    ) -> None:
-        self.model_path = Path(model_path).expanduser()
-        if not self.model_path.is_file():
-            raise ModelConfigError(
-                f"GGUF model file not found: {self.model_path} (set {MODEL_DIR_ENV} or pass a model_path)"
-            )
-        self.name = name or self.model_path.stem
-        self.n_ctx = n_ctx
-        self.n_threads = n_threads if n_threads is not None else threads_from_env()
-        self.default_max_tokens = default_max_tokens
-        self.verbose = verbose
-        self.cache_namespace = "embedded"
-        self._server: Any = None
-        self._load_lock = threading.Lock()
-        self._call_lock = threading.Lock()
-
-    @property
-    def loaded(self) -> bool:
-        return self._server is not None
-
-    def load(self) -> None:
-        """Load the model once (idempotent, thread-safe)."""
-        with self._load_lock:
-            if self._server is not None:
-                return
-            try:
-                import xllamacpp
-            except ImportError as error:
-                raise ModelConfigError(
-                    "the embedded backend needs xllamacpp: pip install xllamacpp (or pip install -e '.[embedded]')"
-                ) from error
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.model_path)
-            params.n_ctx = self.n_ctx
-            params.n_parallel = 1
-            if self.n_threads is not None:
-                params.cpuparams.n_threads = self.n_threads
-                params.cpuparams_batch.n_threads = self.n_threads
-            if not self.verbose:
-                params.verbosity = -1  # llama.cpp logs every request on stderr otherwise
-            try:
-                self._server = xllamacpp.Server(params)
-            except RuntimeError as error:
-                raise ModelConfigError(
-                    f"xllamacpp could not load {self.model_path} with n_ctx={self.n_ctx} ({_one_line(error)}): "
-                    "check that the file is a complete GGUF and that there is enough memory"
-                ) from error
-
-    def serve(self) -> str:
-        """Load the model and return its OpenAI-compatible base URL (http://127.0.0.1:PORT/v1)."""
-        self.load()
-        return self._server.listening_address.rstrip("/") + "/v1"
-
-    @property
-    def base_url(self) -> str:
-        return self.serve()
-
-    def close(self) -> None:
-        """Free the model (and stop its HTTP listener); a later call loads it again."""
-        with self._load_lock, self._call_lock:
-            self._server = None
-
-    def request_body(
-        self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int
-    ) -> dict[str, Any]:
-        return {
-            "messages": messages,
-            "max_tokens": self.default_max_tokens if max_tokens is None else max_tokens,
-            "temperature": temperature,
-            "seed": seed,
-            "cache_prompt": True,  # reuse the KV cache for the shared system prompt
-        }
-
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> ChatResult:
-        """Blocking call (used by `achat` in a worker thread; handy in scripts)."""
-        self.load()
-        body = self.request_body(messages, max_tokens, temperature, seed)
-        with self._call_lock:
-            started = time.perf_counter()
-            try:
-                response = self._server.handle_chat_completions(body)
-            except ValueError as error:  # xllamacpp raises on malformed requests
-                raise ModelCallError(f"{self.name}: request rejected: {_one_line(error)}") from error
-            latency_s = time.perf_counter() - started
-        return chat_result_from_llamacpp(response, model=self.name, latency_s=latency_s)
-
-    async def achat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> ChatResult:
-        return await asyncio.to_thread(
-            self.chat, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
-        )
-
-
-def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s: float) -> ChatResult:
-    """Turn llama.cpp's OpenAI-style dict (or its error dict) into a `ChatResult`."""
-    error = response.get("error") if isinstance(response.get("error"), dict) else None
-    if error is None and "choices" not in response and "message" in response:
-        error = response  # xllamacpp's own top-level {"code", "type", "message"} on a bad reply
-    if error is not None:
-        message = _one_line(error.get("message", error))
-        if error.get("type") == "exceed_context_size_error":
-            raise ContextOverflowError(
-                f"{model}: prompt of {error.get('n_prompt_tokens', '?')} tokens exceeds n_ctx={error.get('n_ctx', '?')}"
-                " (raise n_ctx or shorten the prompt)"
-            )
-        raise ModelCallError(
-            f"{model}: llama.cpp error {error.get('code', '?')} ({error.get('type', '?')}): {message}"
-        )
-    try:
-        text = response["choices"][0]["message"].get("content") or ""
-    except (KeyError, IndexError, TypeError, AttributeError) as failure:
-        raise ModelCallError(
-            f"{model}: llama.cpp reply has no choices[0].message: {_one_line(response)}"
-        ) from failure
-    usage = response.get("usage") or {}
-    return ChatResult(
-        text=text,
-        prompt_tokens=int(usage.get("prompt_tokens", 0) or 0),
-        completion_tokens=int(usage.get("completion_tokens", 0) or 0),
-        latency_s=latency_s,
-        model=model,
-    )
-
-
-# --------------------------------------------------------------------------- model files
-
-
-def default_model_dir() -> Path:
-    """Where `provision-models.sh` puts GGUF files: ~/.cache/supersede/models."""
-    return Path.home() / ".cache" / "supersede" / "models"
-
-
-def resolve_default_gguf(
-    model_dir: str | Path | None = None,
-    filename: str = DEFAULT_GGUF_FILE,
-    repo_id: str = DEFAULT_GGUF_REPO,
-) -> Path:
-    """Find a GGUF file locally, else download it with `huggingface_hub` into the model cache.
-
-    Looked up in order: `model_dir` (a file, or a folder holding `filename`), the folder in
-    `$SUPERSEDE_MODEL_DIR`, `~/.cache/supersede/models`. A download goes into the first of those
-    folders that was given (else the home cache), so the next lookup finds it.
-    """
-    explicit = Path(model_dir).expanduser() if model_dir is not None else None
-    if explicit is not None and explicit.suffix == ".gguf":
-        if explicit.is_file():
-            return explicit
-        raise ModelConfigError(f"GGUF model file not found: {explicit} (check the model path)")
-    env_dir = os.environ.get(MODEL_DIR_ENV, "").strip()
-    folders = [folder for folder in (explicit, Path(env_dir).expanduser() if env_dir else None) if folder]
-    folders.append(default_model_dir())
-    for folder in folders:
-        candidate = folder / filename
-        if candidate.is_file():
-            return candidate
-    download_dir = folders[0]
-    try:
-        from huggingface_hub import hf_hub_download
-
-        downloaded = hf_hub_download(repo_id=repo_id, filename=filename, local_dir=download_dir)
-    except Exception as error:  # offline, gated, missing file: all mean "provide the file yourself"
-        searched = ", ".join(str(folder) for folder in folders)
-        raise ModelConfigError(
-            f"{filename} is not in {searched} and could not be downloaded from {repo_id} "
-            f"({type(error).__name__}: {_one_line(error, 160)}): set {MODEL_DIR_ENV} to a folder holding it "
-            "or pass a model_path"
-        ) from error
-    return Path(downloaded)
-
-
-# --------------------------------------------------------------------------- factory
-
-BACKENDS = ("openai", "embedded", "hf")
-_OPENAI_KEYS = frozenset(
-    {
-        "model",
-        "base_url",
-        "api_key_env",
-        "timeout_s",
-        "max_retries",
-        "backoff_base_s",
-        "backoff_max_s",
-        "extra_params",
-        "reasoning_effort",
-        "name",
-    }
-)
-_EMBEDDED_KEYS = frozenset({"model_path", "model_dir", "filename", "repo_id", "n_ctx", "n_threads", "name"})
-_EMBEDDED_KEYS |= {"default_max_tokens", "verbose", "model_file"}  # model_file: alias of filename
-
-
-def infer_backend(spec: dict[str, Any]) -> str:
-    """`spec["backend"]` if given; else "embedded" for a model file (or nothing), "openai" for a URL/model id."""
-    if spec.get("backend"):
-        return str(spec["backend"])
-    if any(key in spec for key in ("model_path", "model_dir")):
-        return "embedded"
-    if any(key in spec for key in ("base_url", "api_key_env", "model")):
-        return "openai"
-    return "embedded"
-
-
-def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
-    """Build a backend from a plain dict (as written in `configs/<profile>.yaml`).
-
-    `{"backend": "openai", "model": ..., "base_url": ..., "api_key_env": ...}`,
-    `{"backend": "embedded", "model_path": ... | "model_dir": ..., "n_ctx": ...}` (no path: the
-    default GGUF via `resolve_default_gguf`), or `{"backend": "hf", ...}` (keyword arguments of
-    `hf_model.HFChatModel`; "model" is passed as `model_name_or_path`). An empty spec gives the
-    default embedded model. With `"cache_path"` the model is wrapped in `CachedChatModel`.
-    """
-    options = dict(spec or {})
-    backend = infer_backend(options)
-    options.pop("backend", None)
-    cache_path = options.pop("cache_path", None)
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown model backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    model: ChatModel
-    if backend == "openai":
-        _reject_unknown_keys(options, _OPENAI_KEYS, backend)
-        if not options.get("model"):
-            raise ValueError("model spec for backend 'openai' needs a 'model' (e.g. gpt-4.1-mini)")
-        model = OpenAIChatModel(**options)
-    elif backend == "embedded":
-        _reject_unknown_keys(options, _EMBEDDED_KEYS, backend)
-        model_path = options.pop("model_path", None)
-        if "model_file" in options:
-            options.setdefault("filename", options.pop("model_file"))
-        lookup = {key: options.pop(key) for key in ("filename", "repo_id") if key in options}
-        model_dir = options.pop("model_dir", None)
-        if model_path is None:
-            model_path = resolve_default_gguf(model_dir, **lookup)
-        model = EmbeddedGGUFModel(model_path, **options)
-    else:
-        from supersede_lib.models.hf import HFChatModel
-
-        if "model" in options and "model_name_or_path" not in options:
-            options["model_name_or_path"] = options.pop("model")
-        model = HFChatModel(**options)
-    if cache_path:
-        from supersede_lib.models.cache import CachedChatModel, ResponseCache
-
-        model = CachedChatModel(
-            model, ResponseCache(cache_path), backend=getattr(model, "cache_namespace", backend)
-        )
-    return model
-
-
-def _reject_unknown_keys(options: dict[str, Any], allowed: frozenset[str], backend: str) -> None:
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ValueError(
-            f"model spec for backend {backend!r} has unknown key(s) {', '.join(unknown)}; "
-            f"accepted: {', '.join(sorted(allowed | {'backend', 'cache_path'}))}"
-        )

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from supersede_lib import prompts
+
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
@@ -25,8 +27,6 @@ TINY_MODEL_MARKER = "tiny-supersede"
 
 def _training_corpus() -> list[str]:
     """A few hundred strings shaped like what the tiny model will be prompted with."""
-    from supersede_lib import prompts
-
     cities = ["Detroit", "Austin", "Lisbon", "Osaka", "Denver", "the suburbs", "Berlin", "Toronto"]
     pets = ["Rex", "Luna", "Milo", "Bella", "Max"]
     lines = [

@@ -105,7 +105,9 @@ def model_for(spec: dict[str, Any], profile: dict | None = None, use_cache: bool
     `backend: embedded` with `model_file` looks the GGUF up in SUPERSEDE_MODEL_DIR /
     ~/.cache/supersede/models, else downloads the default from the hub.
     """
-    from supersede_lib.models import openai_api as clients
+    from supersede_lib.models.gguf import resolve_default_gguf
+    from supersede_lib.models.openai_api import OpenAIChatModel
+    from supersede_lib.models.spec import make_chat_model
 
     spec = dict(spec)
     name = spec.pop("name", None)
@@ -116,16 +118,16 @@ def model_for(spec: dict[str, Any], profile: dict | None = None, use_cache: bool
         server = LocalOpenAIServer()
         server.__enter__()
         _fake_servers.append(server)
-        model: ChatModel = clients.OpenAIChatModel(
+        model: ChatModel = OpenAIChatModel(
             model=name or "fake-heuristic-server", base_url=server.base_url, api_key_env="SUPERSEDE_FAKE_KEY"
         )
     else:
         if backend == "embedded" and "model_path" not in spec:
-            spec["model_path"] = str(clients.resolve_default_gguf(filename=spec.pop("model_file")))
+            spec["model_path"] = str(resolve_default_gguf(filename=spec.pop("model_file")))
         spec.pop("model_file", None)
         if name:
             spec["name"] = name
-        model = clients.make_chat_model(spec)
+        model = make_chat_model(spec)
     if use_cache and profile is not None:
         from supersede_lib.models.cache import CachedChatModel, ResponseCache
 

@@ -1,0 +1,240 @@
+"""An embedded GGUF model: llama.cpp in-process through `xllamacpp`, so notebooks need no server or key.
+
+`EmbeddedGGUFModel` runs a GGUF file on CPU behind `ChatModel` (and can expose llama.cpp's own
+OpenAI-compatible HTTP port); `resolve_default_gguf` finds the model file locally or downloads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import huggingface_hub
+
+from supersede_lib.models.chat import (
+    ChatResult,
+    ContextOverflowError,
+    Message,
+    ModelCallError,
+    ModelConfigError,
+    one_line,
+)
+
+DEFAULT_GGUF_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+DEFAULT_GGUF_REPO = "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF"
+MODEL_DIR_ENV = "SUPERSEDE_MODEL_DIR"
+THREADS_ENV = "SUPERSEDE_N_THREADS"  # CPU threads of the embedded model when a spec sets none
+
+
+def threads_from_env() -> int | None:
+    """`SUPERSEDE_N_THREADS` as a positive int (None when unset: llama.cpp picks)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ModelConfigError(f"{THREADS_ENV} must be a positive whole number of CPU threads, got {raw!r}")
+    return int(raw)
+
+
+class EmbeddedGGUFModel:
+    """A GGUF model run in-process on CPU by `xllamacpp` (llama.cpp's server engine).
+
+    The model loads on first use. Calls are serialised with a lock and run in a worker thread
+    (`asyncio.to_thread`; xllamacpp releases the GIL) so the event loop stays responsive.
+    Temperature 0 is greedy decoding. `max_tokens=None` uses `default_max_tokens`, because an
+    uncapped small model can ramble until the context is full.
+
+    xllamacpp also serves llama.cpp's OpenAI-compatible HTTP API on a random 127.0.0.1 port:
+    `serve()` returns that base URL (ending in /v1) for `vf-eval -b` or `OpenAIChatModel`.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        name: str | None = None,
+        default_max_tokens: int = 512,
+        verbose: bool = False,
+    ) -> None:
+        self.model_path = Path(model_path).expanduser()
+        if not self.model_path.is_file():
+            raise ModelConfigError(
+                f"GGUF model file not found: {self.model_path} (set {MODEL_DIR_ENV} or pass a model_path)"
+            )
+        self.name = name or self.model_path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads if n_threads is not None else threads_from_env()
+        self.default_max_tokens = default_max_tokens
+        self.verbose = verbose
+        self.cache_namespace = "embedded"
+        self._server: Any = None
+        self._load_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._server is not None
+
+    def load(self) -> None:
+        """Load the model once (idempotent, thread-safe)."""
+        with self._load_lock:
+            if self._server is not None:
+                return
+            try:
+                import xllamacpp
+            except ImportError as error:
+                raise ModelConfigError(
+                    "the embedded backend needs xllamacpp: pip install xllamacpp (or pip install -e '.[embedded]')"
+                ) from error
+            params = xllamacpp.CommonParams()
+            params.model.path = str(self.model_path)
+            params.n_ctx = self.n_ctx
+            params.n_parallel = 1
+            if self.n_threads is not None:
+                params.cpuparams.n_threads = self.n_threads
+                params.cpuparams_batch.n_threads = self.n_threads
+            if not self.verbose:
+                params.verbosity = -1  # llama.cpp logs every request on stderr otherwise
+            try:
+                self._server = xllamacpp.Server(params)
+            except RuntimeError as error:
+                raise ModelConfigError(
+                    f"xllamacpp could not load {self.model_path} with n_ctx={self.n_ctx} ({one_line(error)}): "
+                    "check that the file is a complete GGUF and that there is enough memory"
+                ) from error
+
+    def serve(self) -> str:
+        """Load the model and return its OpenAI-compatible base URL (http://127.0.0.1:PORT/v1)."""
+        self.load()
+        return self._server.listening_address.rstrip("/") + "/v1"
+
+    @property
+    def base_url(self) -> str:
+        return self.serve()
+
+    def close(self) -> None:
+        """Free the model (and stop its HTTP listener); a later call loads it again."""
+        with self._load_lock, self._call_lock:
+            self._server = None
+
+    def request_body(
+        self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int
+    ) -> dict[str, Any]:
+        return {
+            "messages": messages,
+            "max_tokens": self.default_max_tokens if max_tokens is None else max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "cache_prompt": True,  # reuse the KV cache for the shared system prompt
+        }
+
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> ChatResult:
+        """Blocking call (used by `achat` in a worker thread; handy in scripts)."""
+        self.load()
+        body = self.request_body(messages, max_tokens, temperature, seed)
+        with self._call_lock:
+            started = time.perf_counter()
+            try:
+                response = self._server.handle_chat_completions(body)
+            except ValueError as error:  # xllamacpp raises on malformed requests
+                raise ModelCallError(f"{self.name}: request rejected: {one_line(error)}") from error
+            latency_s = time.perf_counter() - started
+        return chat_result_from_llamacpp(response, model=self.name, latency_s=latency_s)
+
+    async def achat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> ChatResult:
+        return await asyncio.to_thread(
+            self.chat, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
+
+
+def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s: float) -> ChatResult:
+    """Turn llama.cpp's OpenAI-style dict (or its error dict) into a `ChatResult`."""
+    error = response.get("error") if isinstance(response.get("error"), dict) else None
+    if error is None and "choices" not in response and "message" in response:
+        error = response  # xllamacpp's own top-level {"code", "type", "message"} on a bad reply
+    if error is not None:
+        message = one_line(error.get("message", error))
+        if error.get("type") == "exceed_context_size_error":
+            raise ContextOverflowError(
+                f"{model}: prompt of {error.get('n_prompt_tokens', '?')} tokens exceeds n_ctx={error.get('n_ctx', '?')}"
+                " (raise n_ctx or shorten the prompt)"
+            )
+        raise ModelCallError(
+            f"{model}: llama.cpp error {error.get('code', '?')} ({error.get('type', '?')}): {message}"
+        )
+    try:
+        text = response["choices"][0]["message"].get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError) as failure:
+        raise ModelCallError(
+            f"{model}: llama.cpp reply has no choices[0].message: {one_line(response)}"
+        ) from failure
+    usage = response.get("usage") or {}
+    return ChatResult(
+        text=text,
+        prompt_tokens=int(usage.get("prompt_tokens", 0) or 0),
+        completion_tokens=int(usage.get("completion_tokens", 0) or 0),
+        latency_s=latency_s,
+        model=model,
+    )
+
+
+def default_model_dir() -> Path:
+    """Where `provision-models.sh` puts GGUF files: ~/.cache/supersede/models."""
+    return Path.home() / ".cache" / "supersede" / "models"
+
+
+def resolve_default_gguf(
+    model_dir: str | Path | None = None,
+    filename: str = DEFAULT_GGUF_FILE,
+    repo_id: str = DEFAULT_GGUF_REPO,
+) -> Path:
+    """Find a GGUF file locally, else download it with `huggingface_hub` into the model cache.
+
+    Looked up in order: `model_dir` (a file, or a folder holding `filename`), the folder in
+    `$SUPERSEDE_MODEL_DIR`, `~/.cache/supersede/models`. A download goes into the first of those
+    folders that was given (else the home cache), so the next lookup finds it.
+    """
+    explicit = Path(model_dir).expanduser() if model_dir is not None else None
+    if explicit is not None and explicit.suffix == ".gguf":
+        if explicit.is_file():
+            return explicit
+        raise ModelConfigError(f"GGUF model file not found: {explicit} (check the model path)")
+    env_dir = os.environ.get(MODEL_DIR_ENV, "").strip()
+    folders = [folder for folder in (explicit, Path(env_dir).expanduser() if env_dir else None) if folder]
+    folders.append(default_model_dir())
+    for folder in folders:
+        candidate = folder / filename
+        if candidate.is_file():
+            return candidate
+    download_dir = folders[0]
+    try:
+        downloaded = huggingface_hub.hf_hub_download(
+            repo_id=repo_id, filename=filename, local_dir=download_dir
+        )
+    except Exception as error:  # offline, gated, missing file: all mean "provide the file yourself"
+        searched = ", ".join(str(folder) for folder in folders)
+        raise ModelConfigError(
+            f"{filename} is not in {searched} and could not be downloaded from {repo_id} "
+            f"({type(error).__name__}: {one_line(error, 160)}): set {MODEL_DIR_ENV} to a folder holding it "
+            "or pass a model_path"
+        ) from error
+    return Path(downloaded)

@@ -1,0 +1,107 @@
+"""The one place a model spec (a plain dict from a profile YAML) becomes a `ChatModel`.
+
+`make_chat_model(spec)` picks the backend (`openai_api`, `gguf` or `hf`), rejects keys that
+backend does not take, and optionally wraps the model in the persistent response cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf
+from supersede_lib.models.hf import HFChatModel
+from supersede_lib.models.openai_api import OpenAIChatModel
+
+BACKENDS = ("openai", "embedded", "hf")
+_OPENAI_KEYS = frozenset(
+    {
+        "model",
+        "base_url",
+        "api_key_env",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "extra_params",
+        "reasoning_effort",
+        "name",
+    }
+)
+_EMBEDDED_KEYS = frozenset(
+    {
+        "model_path",
+        "model_dir",
+        "filename",
+        "model_file",  # alias of filename
+        "repo_id",
+        "n_ctx",
+        "n_threads",
+        "default_max_tokens",
+        "verbose",
+        "name",
+    }
+)
+
+
+def infer_backend(spec: dict[str, Any]) -> str:
+    """`spec["backend"]` if given; else "embedded" for a model file (or nothing), "openai" for a URL/model id."""
+    if spec.get("backend"):
+        return str(spec["backend"])
+    if any(key in spec for key in ("model_path", "model_dir")):
+        return "embedded"
+    if any(key in spec for key in ("base_url", "api_key_env", "model")):
+        return "openai"
+    return "embedded"
+
+
+def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
+    """Build a backend from a plain dict (as written in `configs/<profile>.yaml`).
+
+    `{"backend": "openai", "model": ..., "base_url": ..., "api_key_env": ...}`,
+    `{"backend": "embedded", "model_path": ... | "model_dir": ..., "n_ctx": ...}` (no path: the
+    default GGUF via `resolve_default_gguf`), or `{"backend": "hf", ...}` (keyword arguments of
+    `hf.HFChatModel`; "model" is passed as `model_name_or_path`). An empty spec gives the
+    default embedded model. With `"cache_path"` the model is wrapped in `CachedChatModel`.
+    """
+    options = dict(spec or {})
+    backend = infer_backend(options)
+    options.pop("backend", None)
+    cache_path = options.pop("cache_path", None)
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown model backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    model: ChatModel
+    if backend == "openai":
+        _reject_unknown_keys(options, _OPENAI_KEYS, backend)
+        if not options.get("model"):
+            raise ValueError("model spec for backend 'openai' needs a 'model' (e.g. gpt-4.1-mini)")
+        model = OpenAIChatModel(**options)
+    elif backend == "embedded":
+        _reject_unknown_keys(options, _EMBEDDED_KEYS, backend)
+        model_path = options.pop("model_path", None)
+        if "model_file" in options:
+            options.setdefault("filename", options.pop("model_file"))
+        lookup = {key: options.pop(key) for key in ("filename", "repo_id") if key in options}
+        model_dir = options.pop("model_dir", None)
+        if model_path is None:
+            model_path = resolve_default_gguf(model_dir, **lookup)
+        model = EmbeddedGGUFModel(model_path, **options)
+    else:
+        if "model" in options and "model_name_or_path" not in options:
+            options["model_name_or_path"] = options.pop("model")
+        model = HFChatModel(**options)
+    if cache_path:
+        model = CachedChatModel(
+            model, ResponseCache(cache_path), backend=getattr(model, "cache_namespace", backend)
+        )
+    return model
+
+
+def _reject_unknown_keys(options: dict[str, Any], allowed: frozenset[str], backend: str) -> None:
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValueError(
+            f"model spec for backend {backend!r} has unknown key(s) {', '.join(unknown)}; "
+            f"accepted: {', '.join(sorted(allowed | {'backend', 'cache_path'}))}"
+        )

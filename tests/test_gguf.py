@@ -1,0 +1,143 @@
+"""The embedded llama.cpp backend without loading a model: reply parsing, lazy loading, thread
+settings, and finding (or downloading) the GGUF file. No network."""
+
+import asyncio
+
+import pytest
+
+from supersede_lib.models.chat import ContextOverflowError, ModelCallError, ModelConfigError
+from supersede_lib.models.gguf import (
+    DEFAULT_GGUF_FILE,
+    DEFAULT_GGUF_REPO,
+    MODEL_DIR_ENV,
+    THREADS_ENV,
+    EmbeddedGGUFModel,
+    chat_result_from_llamacpp,
+    resolve_default_gguf,
+)
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def test_embedded_reply_parsing_reads_text_and_usage():
+    response = {
+        "choices": [{"message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+    }
+    result = chat_result_from_llamacpp(response, model="tiny", latency_s=0.5)
+    assert (result.text, result.prompt_tokens, result.completion_tokens, result.model) == (
+        "hello",
+        12,
+        3,
+        "tiny",
+    )
+
+
+def test_embedded_error_dicts_become_clear_errors():
+    overflow = {
+        "error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 900, "n_ctx": 512}
+    }
+    with pytest.raises(ContextOverflowError, match="900 tokens exceeds n_ctx=512"):
+        chat_result_from_llamacpp(overflow, model="tiny", latency_s=0)
+    with pytest.raises(ModelCallError, match="server_error"):
+        chat_result_from_llamacpp(
+            {"code": 500, "type": "server_error", "message": "bad"}, model="tiny", latency_s=0
+        )
+    with pytest.raises(ModelCallError, match="no choices"):
+        chat_result_from_llamacpp({"choices": []}, model="tiny", latency_s=0)
+
+
+def test_embedded_model_checks_the_file_but_loads_lazily(tmp_path):
+    with pytest.raises(ModelConfigError, match="not found"):
+        EmbeddedGGUFModel(tmp_path / "missing.gguf")
+    model_file = tmp_path / "tiny.gguf"
+    model_file.write_bytes(b"not really a model")
+    model = EmbeddedGGUFModel(model_file, n_ctx=1024, default_max_tokens=33)
+    assert model.name == "tiny" and not model.loaded
+    body = model.request_body(MESSAGES, None, 0.0, 5)
+    assert body["max_tokens"] == 33 and body["seed"] == 5 and body["temperature"] == 0.0
+
+
+def test_embedded_threads_come_from_the_spec_then_the_environment(tmp_path, monkeypatch):
+    model_file = tmp_path / "tiny.gguf"
+    model_file.write_bytes(b"not really a model")
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert EmbeddedGGUFModel(model_file).n_threads is None  # llama.cpp's own choice
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert EmbeddedGGUFModel(model_file).n_threads == 1
+    assert EmbeddedGGUFModel(model_file, n_threads=3).n_threads == 3
+    monkeypatch.setenv(THREADS_ENV, "two")
+    with pytest.raises(ModelConfigError, match="SUPERSEDE_N_THREADS.*'two'"):
+        EmbeddedGGUFModel(model_file)
+
+
+def test_embedded_model_with_a_broken_file_raises_config_error(tmp_path):
+    pytest.importorskip("xllamacpp")
+    model_file = tmp_path / "broken.gguf"
+    model_file.write_bytes(b"GGUF but truncated")
+    with pytest.raises(ModelConfigError, match="could not load"):
+        asyncio.run(EmbeddedGGUFModel(model_file, n_ctx=256).achat(MESSAGES))
+
+
+def _refuse_download(**kwargs):
+    raise AssertionError(f"unexpected download {kwargs}")
+
+
+def test_resolve_prefers_explicit_file_then_dir_then_env_then_home(tmp_path, empty_home, monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _refuse_download)
+    name = DEFAULT_GGUF_FILE
+    home_file = empty_home / ".cache" / "supersede" / "models" / name
+    home_file.parent.mkdir(parents=True)
+    home_file.write_bytes(b"home")
+    assert resolve_default_gguf() == home_file
+
+    env_dir = tmp_path / "env"
+    env_dir.mkdir()
+    (env_dir / name).write_bytes(b"env")
+    monkeypatch.setenv(MODEL_DIR_ENV, str(env_dir))
+    assert resolve_default_gguf() == env_dir / name
+
+    explicit_dir = tmp_path / "explicit"
+    explicit_dir.mkdir()
+    (explicit_dir / name).write_bytes(b"explicit")
+    assert resolve_default_gguf(explicit_dir) == explicit_dir / name
+
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"x")
+    assert resolve_default_gguf(other) == other
+    with pytest.raises(ModelConfigError, match="not found"):
+        resolve_default_gguf(tmp_path / "absent.gguf")
+
+
+def test_resolve_downloads_into_the_model_dir_when_nothing_is_local(tmp_path, empty_home, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+
+    def fake_download(repo_id, filename, local_dir):
+        calls.append((repo_id, filename, local_dir))
+        target = local_dir / filename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"downloaded")
+        return str(target)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "models"))
+    path = resolve_default_gguf()
+    assert path == tmp_path / "models" / DEFAULT_GGUF_FILE and path.read_bytes() == b"downloaded"
+    assert calls == [(DEFAULT_GGUF_REPO, DEFAULT_GGUF_FILE, tmp_path / "models")]
+    assert resolve_default_gguf() == path and len(calls) == 1  # found locally the second time
+
+
+def test_resolve_failure_says_what_to_set(empty_home, monkeypatch):
+    import huggingface_hub
+
+    def offline(**kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(ModelConfigError, match=MODEL_DIR_ENV) as raised:
+        resolve_default_gguf()
+    assert "no network" in str(raised.value) and "\n" not in str(raised.value)

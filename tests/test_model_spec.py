@@ -1,0 +1,78 @@
+"""The model spec factory: backend inference, key checks, each backend built from a plain dict, and
+the response-cache wrapper. No network, no model load."""
+
+import asyncio
+import inspect
+
+import pytest
+
+from supersede_lib.models import spec
+from supersede_lib.models.cache import CachedChatModel
+from supersede_lib.models.gguf import DEFAULT_GGUF_FILE, MODEL_DIR_ENV, EmbeddedGGUFModel
+from supersede_lib.models.hf import HFChatModel
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel
+from supersede_lib.models.spec import make_chat_model
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def test_make_openai_model_from_spec(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = make_chat_model({"backend": "openai", "model": "gpt-4.1-mini", "max_retries": 2})
+    assert isinstance(model, OpenAIChatModel) and model.name == "gpt-4.1-mini" and model.max_retries == 2
+    inferred = make_chat_model({"model": "m", "base_url": "http://localhost:8000/v1"})
+    assert isinstance(inferred, OpenAIChatModel) and inferred.base_url == "http://localhost:8000/v1"
+
+
+def test_make_embedded_model_from_path_and_default(tmp_path, empty_home, monkeypatch):
+    model_file = tmp_path / "small.gguf"
+    model_file.write_bytes(b"x")
+    model = make_chat_model({"backend": "embedded", "model_path": str(model_file), "n_ctx": 2048})
+    assert isinstance(model, EmbeddedGGUFModel) and model.n_ctx == 2048 and not model.loaded
+
+    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path))
+    (tmp_path / DEFAULT_GGUF_FILE).write_bytes(b"x")
+    default = make_chat_model({})
+    assert isinstance(default, EmbeddedGGUFModel) and default.model_path == tmp_path / DEFAULT_GGUF_FILE
+    (tmp_path / "other.gguf").write_bytes(b"x")
+    by_file = make_chat_model({"backend": "embedded", "model_file": "other.gguf", "name": "Other"})
+    assert by_file.model_path == tmp_path / "other.gguf" and by_file.name == "Other"
+
+
+def test_make_model_rejects_unknown_backends_and_keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with pytest.raises(ValueError, match="openai, embedded, hf"):
+        make_chat_model({"backend": "carrier-pigeon"})
+    with pytest.raises(ValueError, match="unknown key.*temprature"):
+        make_chat_model({"backend": "openai", "model": "m", "temprature": 0})
+    with pytest.raises(ValueError, match="needs a 'model'"):
+        make_chat_model({"backend": "openai"})
+
+
+def test_make_hf_model_passes_the_spec_as_keywords(monkeypatch):
+    received = {}
+
+    class FakeHFChatModel:
+        def __init__(self, **kwargs):
+            received.update(kwargs)
+            self.name = "hf"
+
+    monkeypatch.setattr(spec, "HFChatModel", FakeHFChatModel)
+    model = make_chat_model({"backend": "hf", "model": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"})
+    assert isinstance(model, FakeHFChatModel)
+    assert received == {"model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct", "adapter_path": "lora/"}
+    # the keywords must fit the real class, not only this fake
+    inspect.signature(HFChatModel).bind(**received)
+
+
+def test_make_model_with_cache_path_wraps_in_cache(tmp_path):
+    with LocalOpenAIServer() as server:
+        model = make_chat_model(
+            {"model": "fake-model", "base_url": server.base_url, "cache_path": tmp_path / "c.db"}
+        )
+        assert isinstance(model, CachedChatModel) and model.name == "fake-model"
+        asyncio.run(model.achat(MESSAGES))
+        asyncio.run(model.achat(MESSAGES))
+    assert server.request_count == 1
+    assert model.cache.hits == 1 and model.cache.misses == 1

@@ -1,0 +1,221 @@
+"""The OpenAI-compatible backend: retry policy, key handling and request shape (against the local
+server), cost estimates and reasoning-model detection. No network."""
+
+import asyncio
+import socket
+
+import pytest
+
+from supersede_lib.models.chat import ChatModel, ContextOverflowError, ModelCallError, ModelConfigError
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel, estimate_cost_usd, is_reasoning_model
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+class RecordedSleep:
+    """Stands in for asyncio.sleep so backoff is observable and tests stay fast."""
+
+    def __init__(self):
+        self.delays = []
+
+    async def __call__(self, seconds):
+        self.delays.append(seconds)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def _model(server, sleep, **overrides):
+    options = {
+        "max_retries": 6,
+        "backoff_base_s": 0.5,
+        "backoff_max_s": 30,
+        "sleep": sleep,
+        "jitter": lambda: 1.0,
+    }
+    options.update(overrides)
+    return OpenAIChatModel("fake-model", base_url=server.base_url, **options)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_success_returns_text_tokens_and_sends_seed_and_limits():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(responder=lambda messages: "hi there") as server:
+        model = _model(server, sleep)
+        result = asyncio.run(model.achat(MESSAGES, max_tokens=7, temperature=0.0, seed=11))
+    assert isinstance(model, ChatModel)
+    assert result.text == "hi there" and result.model == "fake-model" and not result.cached
+    assert result.prompt_tokens > 0 and result.completion_tokens > 0
+    body = server.requests[0]
+    assert body["seed"] == 11 and body["max_tokens"] == 7 and body["temperature"] == 0.0
+    assert "max_completion_tokens" not in body
+    assert sleep.delays == []
+    assert model.stats()["attempts"] == 1 and model.stats()["retries"] == 0
+
+
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
+    with LocalOpenAIServer() as server:
+        model = OpenAIChatModel("gpt-5.4", base_url=server.base_url, reasoning_effort="low")
+        asyncio.run(model.achat(MESSAGES, max_tokens=64, temperature=0.0, seed=2))
+    body = server.requests[0]
+    assert body["max_completion_tokens"] == 64 and body["reasoning_effort"] == "low" and body["seed"] == 2
+    assert "temperature" not in body and "max_tokens" not in body
+
+
+def test_extra_params_are_sent():
+    with LocalOpenAIServer() as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, extra_params={"top_p": 0.5})
+        asyncio.run(model.achat(MESSAGES))
+    assert server.requests[0]["top_p"] == 0.5
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503])
+def test_bursts_of_transient_errors_are_retried_with_growing_backoff(status):
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("status", status)] * 3, responder=lambda messages: "done") as server:
+        model = _model(server, sleep)
+        result = asyncio.run(model.achat(MESSAGES))
+    assert result.text == "done"
+    assert server.request_count == 4
+    assert sleep.delays == [0.5, 1.0, 2.0]  # jitter pinned to its maximum: base * 2**retry
+    assert model.stats()["retries"] == 3
+
+
+def test_full_jitter_stays_within_the_capped_exponential_window():
+    model = OpenAIChatModel("fake-model", base_url="http://127.0.0.1:1/v1", backoff_base_s=1, backoff_max_s=5)
+    delays = [model.backoff_delay(retry) for retry in range(8) for _ in range(20)]
+    assert all(0 <= delay <= 5 for delay in delays)
+    assert len({round(delay, 6) for delay in delays}) > 1  # jittered, not a fixed schedule
+    assert model.backoff_delay(0, retry_after_s=3.0) >= 3.0  # Retry-After is a floor
+    assert model.backoff_delay(0, retry_after_s=99.0) <= 5  # ... capped at backoff_max_s
+
+
+def test_retry_after_header_sets_the_minimum_wait():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("retry_after", 4)]) as server:
+        asyncio.run(_model(server, sleep, jitter=lambda: 0.0).achat(MESSAGES))
+    assert sleep.delays == [4.0]
+
+
+@pytest.mark.parametrize("failure", [("malformed", None), ("missing_choices", None), ("close", None)])
+def test_malformed_or_dropped_replies_are_retried(failure):
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[failure, failure], responder=lambda messages: "ok") as server:
+        result = asyncio.run(_model(server, sleep).achat(MESSAGES))
+    assert result.text == "ok"
+    assert server.request_count == 3
+    assert len(sleep.delays) == 2
+
+
+def test_timeouts_are_retried():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("sleep", 1.5)], responder=lambda messages: "late but fine") as server:
+        result = asyncio.run(_model(server, sleep, timeout_s=0.2).achat(MESSAGES))
+    assert result.text == "late but fine"
+    assert server.request_count == 2
+    assert len(sleep.delays) == 1
+
+
+def test_giving_up_after_max_retries_raises_model_call_error():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("status", 500)] * 10) as server:
+        with pytest.raises(ModelCallError, match="after 3 attempts"):
+            asyncio.run(_model(server, sleep, max_retries=2).achat(MESSAGES))
+    assert server.request_count == 3
+    assert len(sleep.delays) == 2
+
+
+@pytest.mark.parametrize(
+    "status, fragment", [(401, "OPENAI_API_KEY"), (403, "permission"), (404, "model name"), (400, "rejected")]
+)
+def test_permanent_errors_raise_config_error_without_retry(status, fragment):
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("status", status)]) as server:
+        with pytest.raises(ModelConfigError, match=fragment) as raised:
+            asyncio.run(_model(server, sleep).achat(MESSAGES))
+    assert server.request_count == 1
+    assert sleep.delays == []
+    assert "\n" not in str(raised.value)
+
+
+def test_context_length_400_is_a_context_overflow():
+    class ContextLengthError(Exception):  # the attributes openai.BadRequestError carries
+        status_code = 400
+        code = "context_length_exceeded"
+        message = "This model's maximum context length is 8192 tokens"
+
+    model = OpenAIChatModel("fake-model", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(model._status_error(ContextLengthError()), ContextOverflowError)
+
+
+def test_missing_key_for_a_remote_endpoint_fails_before_any_call(monkeypatch):
+    monkeypatch.delenv("MY_KEY", raising=False)
+    with pytest.raises(ModelConfigError, match="set MY_KEY"):
+        OpenAIChatModel("gpt-4.1-mini", api_key_env="MY_KEY")
+    with pytest.raises(ModelConfigError, match="set OPENAI_API_KEY"):
+        OpenAIChatModel("gpt-4.1-mini", base_url="https://example.invalid/v1")
+
+
+def test_missing_key_is_fine_for_a_local_server_and_a_set_key_is_sent(monkeypatch):
+    with LocalOpenAIServer(api_key="EMPTY") as server:
+        asyncio.run(OpenAIChatModel("fake-model", base_url=server.base_url).achat(MESSAGES))
+    monkeypatch.setenv("MY_KEY", "sk-test")
+    with LocalOpenAIServer(api_key="sk-test") as server:
+        result = asyncio.run(
+            OpenAIChatModel("fake-model", base_url=server.base_url, api_key_env="MY_KEY").achat(MESSAGES)
+        )
+    assert result.text
+
+
+def test_unreachable_server_raises_config_error_naming_the_url():
+    sleep = RecordedSleep()
+    base_url = f"http://127.0.0.1:{_free_port()}/v1"
+    model = OpenAIChatModel("fake-model", base_url=base_url, max_retries=2, sleep=sleep, timeout_s=5)
+    with pytest.raises(ModelConfigError, match="cannot reach") as raised:
+        asyncio.run(model.achat(MESSAGES))
+    assert base_url in str(raised.value) and "running" in str(raised.value)
+    assert len(sleep.delays) == 2
+
+
+def test_one_model_survives_several_event_loops():
+    with LocalOpenAIServer(responder=lambda messages: "again") as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url)
+        first = asyncio.run(model.achat(MESSAGES))
+        second = asyncio.run(model.achat(MESSAGES))
+    assert first.text == second.text == "again"
+
+
+def test_concurrent_calls_share_one_model():
+    with LocalOpenAIServer(
+        latency_s=0.05, responder=lambda messages: messages[-1]["content"].upper()
+    ) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url)
+
+        async def run_all():
+            prompts = [[{"role": "user", "content": f"q{index}"}] for index in range(12)]
+            return await asyncio.gather(*(model.achat(prompt) for prompt in prompts))
+
+        results = asyncio.run(run_all())
+    assert [result.text for result in results] == [f"Q{index}" for index in range(12)]
+    assert model.stats()["calls"] == 12
+
+
+def test_cost_estimates():
+    assert estimate_cost_usd("gpt-4.1-mini", 1_000_000, 1_000_000) == pytest.approx(0.40 + 1.60)
+    assert estimate_cost_usd("gpt-4.1-mini-2025-04-14", 1000, 0) == pytest.approx(0.0004)
+    assert estimate_cost_usd("gpt-4o-mini", 1_000_000, 0) == pytest.approx(0.15)  # not priced as gpt-4o
+    assert estimate_cost_usd("gpt-4o-audio-preview", 10, 10) is None
+    assert estimate_cost_usd("qwen2.5-coder-1.5b", 10, 10) is None
+
+
+def test_reasoning_model_detection():
+    assert is_reasoning_model("gpt-5.4") and is_reasoning_model("o4-mini")
+    assert not is_reasoning_model("gpt-4.1-mini")
