@@ -282,6 +282,20 @@ MALFORMED_CASES = [
         "'answer_session_ids[0]'",
         "string",
     ),
+    ("NaN answer", lambda r: r.update(answer=float("nan")), "'answer'", "not a finite number"),
+    ("infinite answer", lambda r: r.update(answer=float("inf")), "'answer'", "not a finite number"),
+    (
+        "no sessions",
+        lambda r: r.update(haystack_dates=[], haystack_session_ids=[], haystack_sessions=[]),
+        "'haystack_sessions'",
+        "no sessions",
+    ),
+    (
+        "empty session",
+        lambda r: r["haystack_sessions"].__setitem__(1, []),
+        "'haystack_sessions[1]'",
+        "no turns",
+    ),
 ]
 
 
@@ -332,6 +346,46 @@ def test_file_that_is_not_a_json_list_names_the_file(tmp_path: Path, content: st
     path.write_text(content, encoding="utf-8")
     with pytest.raises(LongMemEvalFormatError, match=str(path)):
         load_longmemeval(local_path=path)
+
+
+def test_duplicate_question_ids_name_both_records(tmp_path: Path) -> None:
+    records = _oracle_records()
+    records.append(copy.deepcopy(records[1]))
+    path = tmp_path / "longmemeval_oracle.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(LongMemEvalFormatError) as raised:
+        load_longmemeval(local_path=path)
+    message = str(raised.value)
+    question_id = records[1]["question_id"]
+    assert str(path) in message and f"record {len(records) - 1}" in message
+    assert f"question_id={question_id!r}" in message and "field 'question_id'" in message
+    assert "duplicate of record 1" in message
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        pytest.param(lambda text: text.replace("Oslo", "Tromsø").encode("latin-1"), id="latin-1"),
+        pytest.param(lambda text: text.encode("utf-16"), id="utf-16"),
+        pytest.param(lambda text: bytes(range(256)) * 4, id="random bytes"),
+    ],
+)
+def test_undecodable_bytes_name_the_file(tmp_path: Path, encoded: Any) -> None:
+    path = tmp_path / "longmemeval_oracle.json"
+    text = ORACLE_FIXTURE.read_text(encoding="utf-8")
+    path.write_bytes(encoded(text))
+    with pytest.raises(LongMemEvalFormatError) as raised:
+        load_longmemeval(local_path=path)
+    message = str(raised.value)
+    assert str(path) in message and "UTF-8" in message and "byte" in message
+
+
+def test_question_type_typo_lists_the_allowed_types() -> None:
+    with pytest.raises(ValueError) as raised:
+        load_longmemeval(local_path=ORACLE_FIXTURE, question_type="knowledge_update")
+    message = str(raised.value)
+    assert "'knowledge_update'" in message and "knowledge-update" in message
+    assert "single-session-user" in message and str(ORACLE_FIXTURE) in message
 
 
 def test_episodes_from_records_rejects_a_non_list() -> None:

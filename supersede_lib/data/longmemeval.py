@@ -9,6 +9,7 @@ time. Nothing here fixes upstream labels; disagreements are reported, not patche
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +24,7 @@ from supersede_lib.episode import Episode, Session, Turn
 __all__ = [
     "DEFAULT_REPO_ID",
     "ORIGINAL_REPO_ID",
+    "QUESTION_TYPES",
     "DataUnavailableError",
     "Episode",
     "LongMemEvalFormatError",
@@ -68,6 +70,14 @@ REQUIRED_FIELDS = (
     "answer_session_ids",
 )
 ROLES = ("user", "assistant")
+QUESTION_TYPES = (  # the six LongMemEval question types
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
 APPROX_CHARS_PER_TOKEN = 4
 
 
@@ -268,6 +278,8 @@ class _RecordChecker:
     def answer(self, value: Any) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.fail("answer", f"expected a string or a number, got {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail("answer", f"{value} is not a finite number")
         if isinstance(value, float) and value.is_integer():
             value = int(value)  # 1300.0 and 1300 name the same answer
         text = str(value).strip()
@@ -318,6 +330,8 @@ def _episode_from_record(record: Any, index: int, source_file: str, split: str) 
             f"lengths differ: haystack_dates {len(dates)}, haystack_session_ids {len(session_ids)}, "
             f"haystack_sessions {len(raw_sessions)}",
         )
+    if not raw_sessions:
+        raise checker.fail("haystack_sessions", "no sessions: an episode needs at least one")
 
     dated_sessions = []
     for position, (date, session_id, raw_turns) in enumerate(
@@ -326,6 +340,8 @@ def _episode_from_record(record: Any, index: int, source_file: str, split: str) 
         field_name = f"haystack_sessions[{position}]"
         if not isinstance(raw_turns, list):
             raise checker.fail(field_name, f"expected a list of turns, got {type(raw_turns).__name__}")
+        if not raw_turns:
+            raise checker.fail(field_name, "no turns: every session needs at least one")
         turns = tuple(checker.turn(turn, f"{field_name}[{number}]") for number, turn in enumerate(raw_turns))
         when = checker.date(date, f"haystack_dates[{position}]")
         dated_sessions.append((when, position, Session(session_id=session_id, date=date, turns=turns)))
@@ -362,14 +378,31 @@ def episodes_from_records(records: Sequence[Any], source_file: str, split: str) 
         raise LongMemEvalFormatError(
             f"{source_file}: expected a JSON list of records at the top level, got {type(records).__name__}"
         )
-    return [_episode_from_record(record, index, source_file, split) for index, record in enumerate(records)]
+    episodes = []
+    first_index: dict[str, int] = {}
+    for index, record in enumerate(records):
+        episode = _episode_from_record(record, index, source_file, split)
+        if episode.episode_id in first_index:
+            raise _RecordChecker(source_file, index, record).fail(
+                "question_id", f"duplicate of record {first_index[episode.episode_id]}"
+            )
+        first_index[episode.episode_id] = index
+        episodes.append(episode)
+    return episodes
 
 
 def read_longmemeval_records(path: str | os.PathLike[str]) -> list[Any]:
     """The raw records of one LongMemEval JSON file (the top level must be a list)."""
     path = Path(path)
     try:
-        records = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise LongMemEvalFormatError(
+            f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); "
+            "LongMemEval files are UTF-8 JSON: re-download the file or convert it to UTF-8"
+        ) from None
+    try:
+        records = json.loads(text)
     except json.JSONDecodeError as error:
         raise LongMemEvalFormatError(f"{path}: not valid JSON ({error})") from error
     if not isinstance(records, list):
@@ -406,6 +439,12 @@ def load_longmemeval(
     )
     episodes = episodes_from_records(read_longmemeval_records(path), source_file=str(path), split=split)
     if question_type is not None:
+        known = dict.fromkeys([*QUESTION_TYPES, *(episode.question_type for episode in episodes)])
+        if question_type not in known:
+            raise ValueError(
+                f"unknown question_type {question_type!r} for {path}; choose one of {', '.join(known)} "
+                "(or None for all)"
+            )
         episodes = [episode for episode in episodes if episode.question_type == question_type]
     return episodes if limit is None else episodes[:limit]
 
