@@ -1,7 +1,10 @@
 """The local OpenAI-compatible server: SDK-valid replies, concurrency, scripted failures, default replies."""
 
 import json
+import socket
+import struct
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +81,40 @@ def test_scripted_failures_are_consumed_in_order_then_normal_replies():
     assert server.request_count == 5
 
 
+def test_null_content_empty_choices_and_cut_replies():
+    failures = [("null_content", "length"), ("empty_choices", None), ("cut", 4)]
+    with LocalOpenAIServer(failures=failures, responder=lambda messages: "a long reply") as server:
+        url = server.base_url + "/chat/completions"
+        null, empty, cut = (json.loads(_post(url, _chat_body())[1]) for _ in range(3))
+    assert null["choices"][0]["message"]["content"] is None
+    assert null["choices"][0]["finish_reason"] == "length"
+    assert empty["choices"] == []
+    assert (
+        cut["choices"][0]["message"]["content"] == "a lo" and cut["choices"][0]["finish_reason"] == "length"
+    )
+
+
+def _reset_mid_request(port: int) -> None:
+    """Send half a request, then hang up with a TCP reset (what a killed client does)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        client.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 5000\r\n\r\n{"model": '
+        )
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def test_a_client_that_hangs_up_prints_no_traceback(capfd):
+    with LocalOpenAIServer() as server:
+        for _ in range(3):
+            _reset_mid_request(server.port)
+        time.sleep(0.3)  # let the handler threads notice
+        status, _ = _post(server.base_url + "/chat/completions", _chat_body())
+    captured = capfd.readouterr()
+    assert status == 200
+    assert "Traceback" not in captured.err and "ConnectionResetError" not in captured.err
+
+
 def test_retry_after_header_and_api_key_check():
     with LocalOpenAIServer(failures=[("retry_after", 2)], api_key="secret") as server:
         request = urllib.request.Request(
@@ -95,7 +132,12 @@ def test_retry_after_header_and_api_key_check():
 
 @pytest.mark.parametrize(
     "bad_failures, fragment",
-    [([("explode", 1)], "failures[0]"), ([("status", 200)], "400-599"), ([("sleep", -1)], "seconds")],
+    [
+        ([("explode", 1)], "failures[0]"),
+        ([("status", 200)], "400-599"),
+        ([("sleep", -1)], "seconds"),
+        ([("cut", -1)], "characters"),
+    ],
 )
 def test_bad_failure_scripts_are_rejected(bad_failures, fragment):
     with pytest.raises(ValueError, match=fragment.replace("[", r"\[").replace("]", r"\]")):

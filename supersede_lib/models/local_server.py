@@ -13,7 +13,13 @@ Failure actions, consumed one per chat request in order (then normal replies):
 `("status", code)` an OpenAI-style error body with that HTTP status; `("retry_after", seconds)`
 a 429 with a `Retry-After` header; `("sleep", seconds)` wait before answering (client timeouts);
 `("malformed", None)` a 200 whose body is not JSON; `("missing_choices", None)` a 200 JSON body
-without `choices`; `("close", None)` drop the connection without answering.
+without `choices`; `("empty_choices", None)` a 200 with `choices: []`; `("close", None)` drop the
+connection without answering; `("null_content", finish_reason)` a 200 whose message content is
+null (finish_reason "length" is how a reasoning model that spent its budget answers);
+`("cut", n)` the responder's reply cut to its first n characters with finish_reason "length".
+
+A client that drops its connection (a timeout, a killed run) is normal here: the server says
+nothing about it instead of printing a traceback.
 
 Every reply is whatever the `responder` callable returns for the request's messages. The default,
 `default_responder`, is a deterministic fake (see its docstring), so bench runs exercise the whole
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections import deque
@@ -34,7 +41,18 @@ from typing import Any
 
 Responder = Callable[[list[dict[str, Any]]], str]
 FailureAction = tuple[str, Any]
-FAILURE_KINDS = ("status", "retry_after", "sleep", "malformed", "missing_choices", "close")
+FAILURE_KINDS = (
+    "status",
+    "retry_after",
+    "sleep",
+    "malformed",
+    "missing_choices",
+    "empty_choices",
+    "close",
+    "null_content",
+    "cut",
+)
+_CLIENT_GONE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 DEFAULT_NOTES_CAP_CHARS = 300
 UNKNOWN_ANSWER = "I don't know"
 
@@ -97,6 +115,8 @@ def _validate_failures(failures: Iterable[FailureAction]) -> list[FailureAction]
             raise ValueError(f"failures[{index}] = {action!r}: status must be an HTTP error code 400-599")
         if kind in ("sleep", "retry_after") and not (isinstance(value, int | float) and value >= 0):
             raise ValueError(f"failures[{index}] = {action!r}: {kind} needs a number of seconds >= 0")
+        if kind == "cut" and not (isinstance(value, int) and value >= 0):
+            raise ValueError(f"failures[{index}] = {action!r}: cut needs a number of characters >= 0")
         checked.append((kind, value))
     return checked
 
@@ -135,7 +155,7 @@ class LocalOpenAIServer:
     def start(self) -> LocalOpenAIServer:
         if self._httpd is not None:
             return self
-        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler, bind_and_activate=False)
+        httpd = _QuietHTTPServer(("127.0.0.1", self.port), _Handler, bind_and_activate=False)
         httpd.daemon_threads = True
         httpd.request_queue_size = 256  # accept bursts of concurrent clients
         httpd.allow_reuse_address = True
@@ -205,11 +225,13 @@ class LocalOpenAIServer:
         with self._lock:
             self._in_flight -= 1
 
-    def completion_body(self, request: dict[str, Any], text: str, index: int) -> dict[str, Any]:
+    def completion_body(
+        self, request: dict[str, Any], text: str | None, index: int, finish_reason: str = "stop"
+    ) -> dict[str, Any]:
         """A chat.completion object the openai SDK (and verifiers) parse without complaint."""
         prompt_text = "".join(str(message.get("content", "")) for message in request.get("messages", []))
         prompt_tokens = approx_token_count(prompt_text)
-        completion_tokens = approx_token_count(text)
+        completion_tokens = approx_token_count(text or "")
         return {
             "id": f"chatcmpl-fake-{index}",
             "object": "chat.completion",
@@ -219,7 +241,7 @@ class LocalOpenAIServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                     "logprobs": None,
                 }
             ],
@@ -229,6 +251,15 @@ class LocalOpenAIServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+class _QuietHTTPServer(ThreadingHTTPServer):
+    """Stays silent when a client hangs up; any other handler error is still printed."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], _CLIENT_GONE):
+            return
+        super().handle_error(request, client_address)
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
@@ -255,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
+        except _CLIENT_GONE:
             self.close_connection = True  # the client gave up (e.g. its timeout fired)
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
@@ -311,6 +342,12 @@ class _Handler(BaseHTTPRequestHandler):
                 200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0, "model": "x"}
             )
             return
+        if kind == "empty_choices":
+            self._send_json(200, {**owner.completion_body(body, "", 0), "choices": []})
+            return
+        if kind == "null_content":
+            self._send_json(200, owner.completion_body(body, None, 0, finish_reason=value or "stop"))
+            return
         if kind == "close":
             self.close_connection = True
             return
@@ -326,5 +363,8 @@ class _Handler(BaseHTTPRequestHandler):
             text = owner.responder(messages)
         except Exception as error:  # a test responder bug should show up as a readable 500
             self._send_json(500, _error_body(500, f"responder failed: {type(error).__name__}: {error}"))
+            return
+        if kind == "cut":
+            self._send_json(200, owner.completion_body(body, text[:value], owner.request_count, "length"))
             return
         self._send_json(200, owner.completion_body(body, text, owner.request_count))
