@@ -2,12 +2,14 @@
 and a cached model that makes zero server calls on a rerun."""
 
 import asyncio
+import logging
 import multiprocessing
+import sqlite3
 import threading
 
 import pytest
 
-from supersede_lib.models.cache import CachedChatModel, ResponseCache, cache_key
+from supersede_lib.models.cache import CacheCorruptError, CachedChatModel, ResponseCache, cache_key
 from supersede_lib.models.chat import ChatModel, ChatResult
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
@@ -177,3 +179,98 @@ def test_seed_is_part_of_the_key(tmp_path):
 def test_a_folder_as_cache_path_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="is a folder"):
         ResponseCache(tmp_path)
+
+
+def test_a_server_on_a_new_port_still_hits_and_namespaces_keep_servers_apart(tmp_path):
+    # The smoke profile's fake server takes a random port on every run: the key must not hold it.
+    cache_path = tmp_path / "ports.db"
+    with LocalOpenAIServer(responder=lambda messages: "first server") as first_server:
+        model = CachedChatModel(
+            OpenAIChatModel("m", base_url=first_server.base_url), ResponseCache(cache_path)
+        )
+        asyncio.run(model.achat(MESSAGES))
+    with LocalOpenAIServer(responder=lambda messages: "second server") as second_server:
+        same = CachedChatModel(
+            OpenAIChatModel("m", base_url=second_server.base_url), ResponseCache(cache_path)
+        )
+        again = asyncio.run(same.achat(MESSAGES))
+        assert second_server.request_count == 0 and again.cached and again.text == "first server"
+        other = OpenAIChatModel("m", base_url=second_server.base_url, cache_namespace="lab-vllm")
+        separate = asyncio.run(CachedChatModel(other, ResponseCache(cache_path)).achat(MESSAGES))
+        assert second_server.request_count == 1 and separate.text == "second server"
+
+
+def test_settings_that_shape_the_reply_are_part_of_the_key(tmp_path):
+    cache = ResponseCache(tmp_path / "keys.db")
+    plain = CachedChatModel(OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1"), cache)
+    tuned = CachedChatModel(
+        OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", extra_params={"top_p": 0.5}), cache
+    )
+    args = (MESSAGES, 5, 0.0, 0)
+    assert plain.key_for(*args) == cache_key(
+        "openai", "m", MESSAGES, {"max_tokens": 5, "temperature": 0.0}, 0
+    )
+    assert tuned.key_for(*args) != plain.key_for(*args)
+
+
+def test_finish_reason_survives_the_cache_and_old_files_gain_the_column(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as connection:  # the layout before finish_reason existed
+        connection.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+            " completion_tokens INTEGER NOT NULL, latency_s REAL NOT NULL, model TEXT NOT NULL,"
+            " created_at REAL NOT NULL)"
+        )
+        connection.execute("INSERT INTO responses VALUES ('old', 'kept', 1, 2, 0.5, 'm', 0)")
+    cache = ResponseCache(path)
+    assert cache.get("old").text == "kept" and cache.get("old").finish_reason is None
+    cache.put("new", ChatResult(text="cu", finish_reason="length"))
+    assert ResponseCache(path).get("new").was_cut
+
+
+@pytest.mark.parametrize(
+    "content", [b"this is not a database at all" * 100, b"SQLite format 3\x00" + b"\xff" * 4000]
+)
+def test_a_corrupted_cache_file_is_named_with_the_way_out(tmp_path, content):
+    path = tmp_path / "responses.db"
+    path.write_bytes(content)
+    with pytest.raises(CacheCorruptError) as raised:
+        ResponseCache(path)
+    message = str(raised.value)
+    assert str(path) in message and "move it aside" in message and "delete it" in message
+    assert "\n" not in message
+
+
+def _damage_pages(path, keep_pages=2):
+    """Overwrite every page after the first `keep_pages` with garbage (a damaged disk image)."""
+    data = bytearray(path.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    for offset in range(keep_pages * page_size, len(data), page_size):
+        data[offset : offset + page_size] = b"\xa5" * page_size
+    path.write_bytes(bytes(data))
+
+
+def test_a_cache_damaged_mid_run_warns_and_the_run_keeps_its_results(tmp_path, caplog):
+    path = tmp_path / "damaged.db"
+    cache = ResponseCache(path)
+    for index in range(300):
+        cache.put(f"filler-{index}", ChatResult(text="x" * 500))
+    cache.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    inner = CountingModel()
+    model = CachedChatModel(inner, ResponseCache(path))  # opens fine: the first pages are intact
+    _damage_pages(path)
+    with caplog.at_level(logging.WARNING):
+        results = [asyncio.run(model.achat(MESSAGES, seed=seed)) for seed in range(3)]
+    assert [result.text for result in results] == ["reply 0", "reply 1", "reply 2"]
+    assert inner.calls == 3 and model.disabled and str(path) in model.disabled
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 1 and str(path) in warnings[0] and "without the cache" in warnings[0]
+    assert model.stats()["disabled"]
+
+
+def test_a_reply_with_a_lone_surrogate_can_be_stored(tmp_path):
+    cache = ResponseCache(tmp_path / "surrogate.db")
+    cache.put("k", ChatResult(text="abc\ud83d"))
+    assert cache.get("k").text == "abc\ufffd"

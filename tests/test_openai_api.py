@@ -6,9 +6,21 @@ import socket
 
 import pytest
 
-from supersede_lib.models.chat import ChatModel, ContextOverflowError, ModelCallError, ModelConfigError
+from supersede_lib.models.chat import (
+    ChatModel,
+    ContextOverflowError,
+    ModelCallError,
+    ModelConfigError,
+    RequestRejectedError,
+)
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.models.openai_api import OpenAIChatModel, estimate_cost_usd, is_reasoning_model
+from supersede_lib.models.openai_api import (
+    REASONING_TOKEN_FLOOR,
+    OpenAIChatModel,
+    estimate_cost_usd,
+    is_reasoning_model,
+)
+from supersede_lib.models.rate_limit import AdaptiveLimit
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -63,11 +75,69 @@ def test_success_returns_text_tokens_and_sends_seed_and_limits():
 
 def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
     with LocalOpenAIServer() as server:
-        model = OpenAIChatModel("gpt-5.4", base_url=server.base_url, reasoning_effort="low")
+        model = OpenAIChatModel(
+            "gpt-5.4", base_url=server.base_url, reasoning_effort="low", reasoning_token_floor=0
+        )
         asyncio.run(model.achat(MESSAGES, max_tokens=64, temperature=0.0, seed=2))
     body = server.requests[0]
     assert body["max_completion_tokens"] == 64 and body["reasoning_effort"] == "low" and body["seed"] == 2
     assert "temperature" not in body and "max_tokens" not in body
+
+
+def test_reasoning_models_get_room_to_reason_before_the_answer():
+    # A 64-token answer budget is all spent on hidden reasoning by gpt-5.x: the floor leaves room.
+    with LocalOpenAIServer() as server:
+        asyncio.run(OpenAIChatModel("gpt-5.4", base_url=server.base_url).achat(MESSAGES, max_tokens=64))
+        asyncio.run(OpenAIChatModel("o4-mini", base_url=server.base_url).achat(MESSAGES, max_tokens=9000))
+        asyncio.run(OpenAIChatModel("gpt-4.1-mini", base_url=server.base_url).achat(MESSAGES, max_tokens=64))
+    reasoning, large, plain = server.requests
+    assert REASONING_TOKEN_FLOOR >= 1024
+    assert reasoning["max_completion_tokens"] == REASONING_TOKEN_FLOOR
+    assert large["max_completion_tokens"] == 9000
+    assert plain["max_tokens"] == 64 and "max_completion_tokens" not in plain
+
+
+@pytest.mark.parametrize(
+    "failure, finish_reason, cut, empty",
+    [
+        (("null_content", "length"), "length", 1, 1),  # a reasoning model that spent its budget
+        (("null_content", None), "stop", 0, 1),
+        (("cut", 3), "length", 1, 0),
+    ],
+)
+def test_empty_and_cut_replies_are_reported_not_hidden(failure, finish_reason, cut, empty):
+    with LocalOpenAIServer(failures=[failure], responder=lambda messages: "a full answer") as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url)
+        result = asyncio.run(model.achat(MESSAGES, max_tokens=5))
+    assert result.finish_reason == finish_reason and result.was_cut == bool(cut)
+    assert result.text == ("a f" if failure[0] == "cut" else "")
+    assert (model.stats()["cut_replies"], model.stats()["empty_replies"]) == (cut, empty)
+    assert server.request_count == 1  # a reply, not a failure: nothing is retried
+
+
+def test_a_reply_with_a_lone_surrogate_is_cleaned_and_can_be_sent_back():
+    with LocalOpenAIServer(responder=lambda messages: "abc\ud83d") as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, max_retries=6)
+        first = asyncio.run(model.achat(MESSAGES))
+        follow_up = [
+            *MESSAGES,
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": "?"},
+        ]
+        asyncio.run(model.achat(follow_up))
+    assert first.text == "abc\ufffd"
+    first.text.encode("utf-8")
+    assert server.request_count == 2  # no retries
+
+
+def test_a_request_that_cannot_be_encoded_fails_at_once_without_retry():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer() as server:
+        model = _model(server, sleep)
+        with pytest.raises(ModelCallError, match="cannot be encoded") as raised:
+            asyncio.run(model.achat([{"role": "user", "content": "abc\ud83d"}]))
+    assert not isinstance(raised.value, ModelConfigError)
+    assert server.request_count == 0 and sleep.delays == []
 
 
 def test_extra_params_are_sent():
@@ -134,7 +204,7 @@ def test_giving_up_after_max_retries_raises_model_call_error():
 
 
 @pytest.mark.parametrize(
-    "status, fragment", [(401, "OPENAI_API_KEY"), (403, "permission"), (404, "model name"), (400, "rejected")]
+    "status, fragment", [(401, "OPENAI_API_KEY"), (403, "permission"), (404, "model name")]
 )
 def test_permanent_errors_raise_config_error_without_retry(status, fragment):
     sleep = RecordedSleep()
@@ -144,6 +214,17 @@ def test_permanent_errors_raise_config_error_without_retry(status, fragment):
     assert server.request_count == 1
     assert sleep.delays == []
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_a_rejected_request_fails_that_call_only_without_retry(status):
+    # Not a setting: the runner fails this one question and goes on with the others.
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("status", status)]) as server:
+        with pytest.raises(RequestRejectedError, match="rejected") as raised:
+            asyncio.run(_model(server, sleep).achat(MESSAGES))
+    assert isinstance(raised.value, ModelCallError) and not isinstance(raised.value, ModelConfigError)
+    assert server.request_count == 1 and sleep.delays == []
 
 
 def test_context_length_400_is_a_context_overflow():
@@ -183,6 +264,43 @@ def test_unreachable_server_raises_config_error_naming_the_url():
         asyncio.run(model.achat(MESSAGES))
     assert base_url in str(raised.value) and "running" in str(raised.value)
     assert len(sleep.delays) == 2
+
+
+def test_a_server_lost_mid_run_fails_the_call_not_the_configuration():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(responder=lambda messages: "fine") as server:
+        model = _model(server, sleep, max_retries=2)
+        assert asyncio.run(model.achat(MESSAGES)).text == "fine"
+        server.add_failures([("close", None)] * 3)
+        with pytest.raises(ModelCallError, match="after 3 attempts") as raised:
+            asyncio.run(model.achat(MESSAGES))
+    assert not isinstance(raised.value, ModelConfigError)
+
+
+def test_credentials_in_the_url_are_redacted_everywhere():
+    sleep = RecordedSleep()
+    base_url = f"http://alice:s3cret-pass@127.0.0.1:{_free_port()}/v1"
+    model = OpenAIChatModel("fake-model", base_url=base_url, max_retries=1, sleep=sleep, timeout_s=5)
+    with pytest.raises(ModelConfigError) as raised:
+        asyncio.run(model.achat(MESSAGES))
+    message = str(raised.value)
+    assert "s3cret-pass" not in message and "alice" not in message and "http://***@127.0.0.1" in message
+    assert "s3cret-pass" not in str(model.stats()) and "s3cret-pass" not in model.endpoint
+
+
+def test_each_429_is_reported_to_the_installed_adaptive_limit():
+    sleep = RecordedSleep()
+    limit = AdaptiveLimit(8, cooldown_s=0.0)
+    with LocalOpenAIServer(failures=[("status", 429)] * 3 + [("status", 500)]) as server:
+
+        async def call():
+            with limit.installed():
+                return await _model(server, sleep).achat(MESSAGES)
+
+        asyncio.run(call())
+        asyncio.run(_model(server, sleep).achat(MESSAGES))  # no limit installed: nothing reported
+    assert (limit.rate_limited, limit.decreases, limit.lowest) == (3, 3, 1)
+    assert (limit.increases, limit.limit) == (1, 2)  # the success that followed counts toward recovery
 
 
 def test_one_model_survives_several_event_loops():

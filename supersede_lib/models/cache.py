@@ -4,9 +4,16 @@ Responses live in one SQLite file (WAL mode, busy timeout), written one row per 
 as the call returns: a run killed at any moment resumes from where it stopped. Many threads
 and processes may read and write the same file at once.
 
-The key is a SHA-256 of canonical JSON over everything that decides the reply: backend,
-model, messages, sampling parameters and seed. Caching sampled calls (temperature > 0) is
+The key is a SHA-256 of canonical JSON over everything that decides the reply: the backend's
+cache namespace, the model name, messages, sampling parameters (plus any backend settings that
+shape the reply, `cache_params`) and seed. It never holds the server's address, so a local server
+on a new port still hits; two different servers serving the same model name need different
+namespaces (`cache_namespace` in the model spec). Caching sampled calls (temperature > 0) is
 sound only because the seed is part of the key; draw new samples with new seeds.
+
+A damaged cache file is named with the way out (move it aside or delete it): at open time as a
+`CacheCorruptError`; mid-run, `CachedChatModel` logs a warning and goes on without the cache, so
+the run's own results are never lost to it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -22,7 +30,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.models.chat import ChatModel, ChatResult, Message
+from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfigError
+
+logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -34,16 +44,28 @@ CREATE TABLE IF NOT EXISTS responses (
     completion_tokens INTEGER NOT NULL,
     latency_s REAL NOT NULL,
     model TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    finish_reason TEXT
 )
 """
+
+
+class CacheCorruptError(ModelConfigError):
+    """The cache file cannot be read as a SQLite database; the message names it and the way out."""
+
+    def __init__(self, path: Path, error: BaseException) -> None:
+        super().__init__(
+            f"response cache {path} is damaged or not a cache file ({type(error).__name__}: {error}): "
+            f"move it aside (mv '{path}' '{path}.damaged') or delete it, then run again; "
+            "the calls it held will be made again"
+        )
 
 
 def cache_key(backend: str, model: str, messages: list[Message], params: dict[str, Any], seed: int) -> str:
     """SHA-256 hex of the canonical JSON of one request (dict key order does not matter)."""
     payload = {"backend": backend, "model": model, "messages": messages, "params": params, "seed": seed}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ResponseCache:
@@ -60,8 +82,24 @@ class ResponseCache:
         self.misses = 0
         self._counter_lock = threading.Lock()
         self._local = threading.local()  # one connection per thread (and per process, see _connection)
-        with self._connection() as connection:
+        try:
+            connection = self._connection()
             connection.execute(_SCHEMA)
+            self._add_missing_columns(connection)
+        except sqlite3.DatabaseError as error:
+            self.close()
+            raise CacheCorruptError(self.path, error) from error
+
+    @staticmethod
+    def _add_missing_columns(connection: sqlite3.Connection) -> None:
+        """Files written before `finish_reason` existed get the column (NULL for old rows)."""
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(responses)")}
+        if "finish_reason" not in columns:
+            try:
+                connection.execute("ALTER TABLE responses ADD COLUMN finish_reason TEXT")
+            except sqlite3.OperationalError as error:  # another process added it first
+                if "duplicate column" not in str(error):
+                    raise
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection; reopened after a fork, since SQLite handles must not cross processes."""
@@ -76,14 +114,18 @@ class ResponseCache:
         self._local.pid = os.getpid()
         return connection
 
+    def _fetchone(self, sql: str, parameters: tuple[Any, ...] = ()) -> Any:
+        try:
+            return self._connection().execute(sql, parameters).fetchone()
+        except sqlite3.DatabaseError as error:
+            raise CacheCorruptError(self.path, error) from error
+
     def get(self, key: str) -> ChatResult | None:
-        row = (
-            self._connection()
-            .execute(
-                "SELECT text, prompt_tokens, completion_tokens, latency_s, model FROM responses WHERE key = ?",
-                (key,),
-            )
-            .fetchone()
+        """The stored result for `key`, or None; `CacheCorruptError` when the file cannot be read."""
+        row = self._fetchone(
+            "SELECT text, prompt_tokens, completion_tokens, latency_s, model, finish_reason"
+            " FROM responses WHERE key = ?",
+            (key,),
         )
         with self._counter_lock:
             if row is None:
@@ -92,7 +134,7 @@ class ResponseCache:
                 self.hits += 1
         if row is None:
             return None
-        text, prompt_tokens, completion_tokens, latency_s, model = row
+        text, prompt_tokens, completion_tokens, latency_s, model, finish_reason = row
         return ChatResult(
             text=text,
             prompt_tokens=prompt_tokens,
@@ -100,30 +142,34 @@ class ResponseCache:
             latency_s=latency_s,
             cached=True,
             model=model,
+            finish_reason=finish_reason,
         )
 
     def put(self, key: str, result: ChatResult) -> None:
         """Store one result (committed immediately; a later put for the same key wins)."""
-        self._connection().execute(
-            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                result.text,
-                result.prompt_tokens,
-                result.completion_tokens,
-                result.latency_s,
-                result.model,
-                time.time(),
-            ),
-        )
+        try:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO responses (key, text, prompt_tokens, completion_tokens, latency_s,"
+                " model, created_at, finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    result.text,
+                    result.prompt_tokens,
+                    result.completion_tokens,
+                    result.latency_s,
+                    result.model,
+                    time.time(),
+                    result.finish_reason,
+                ),
+            )
+        except sqlite3.DatabaseError as error:
+            raise CacheCorruptError(self.path, error) from error
 
     def __len__(self) -> int:
-        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return self._fetchone("SELECT COUNT(*) FROM responses")[0]
 
     def __contains__(self, key: str) -> bool:
-        return (
-            self._connection().execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
-        )
+        return self._fetchone("SELECT 1 FROM responses WHERE key = ?", (key,)) is not None
 
     def stats(self) -> dict[str, Any]:
         lookups = self.hits + self.misses
@@ -148,7 +194,9 @@ class CachedChatModel:
 
     A hit returns the stored reply with `cached=True` and `latency_s=0`. A miss calls the inner
     model and stores the reply before returning it. Identical requests in flight at the same
-    time share one inner call (`deduplicated` counts the ones that waited).
+    time share one inner call (`deduplicated` counts the ones that waited). Failures are never
+    stored, so a re-run tries them again. When the cache file turns out damaged mid-run, a
+    warning names it and every later call goes straight to the inner model (`disabled` says why).
     """
 
     def __init__(self, inner: ChatModel, cache: ResponseCache, backend: str | None = None) -> None:
@@ -157,11 +205,35 @@ class CachedChatModel:
         self.backend = backend or getattr(inner, "cache_namespace", None) or type(inner).__name__
         self.name = inner.name
         self.deduplicated = 0
+        self.disabled: str | None = None  # why the cache stopped being used mid-run
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
 
     def key_for(self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int) -> str:
         params = {"max_tokens": max_tokens, "temperature": temperature}
+        params.update(getattr(self.inner, "cache_params", None) or {})
         return cache_key(self.backend, self.inner.name, messages, params, seed)
+
+    def _disable(self, error: CacheCorruptError) -> None:
+        if self.disabled is None:
+            self.disabled = str(error)
+            logger.warning("%s; continuing this run without the cache", error)
+
+    def _lookup(self, key: str) -> ChatResult | None:
+        if self.disabled is not None:
+            return None
+        try:
+            return self.cache.get(key)
+        except CacheCorruptError as error:
+            self._disable(error)
+            return None
+
+    def _store(self, key: str, result: ChatResult) -> None:
+        if self.disabled is not None:
+            return
+        try:
+            self.cache.put(key, result)
+        except CacheCorruptError as error:
+            self._disable(error)
 
     async def achat(
         self,
@@ -172,7 +244,7 @@ class CachedChatModel:
         seed: int = 0,
     ) -> ChatResult:
         key = self.key_for(messages, max_tokens, temperature, seed)
-        stored = self.cache.get(key)
+        stored = self._lookup(key)
         if stored is not None:
             return replace(stored, cached=True, latency_s=0.0)
         pending = self._in_flight.get(key)
@@ -186,7 +258,7 @@ class CachedChatModel:
             result = await self.inner.achat(
                 messages, max_tokens=max_tokens, temperature=temperature, seed=seed
             )
-            self.cache.put(key, result)
+            self._store(key, result)
             future.set_result(result)
             return result
         except asyncio.CancelledError:
@@ -200,4 +272,8 @@ class CachedChatModel:
             del self._in_flight[key]
 
     def stats(self) -> dict[str, Any]:
-        return {**self.cache.stats(), "deduplicated": self.deduplicated, "backend": self.backend}
+        extra = {"deduplicated": self.deduplicated, "backend": self.backend, "disabled": self.disabled}
+        try:
+            return {**self.cache.stats(), **extra}
+        except CacheCorruptError as error:
+            return {"path": str(self.cache.path), "error": str(error), **extra}

@@ -4,12 +4,18 @@ Backends (`openai_api`, `gguf`, `hf`) implement `ChatModel`; the runner, judge a
 only see this protocol and the errors below.
 
 Errors are split by what the user should do: `ModelConfigError` (fix a setting: key, URL,
-model name, file), `ModelCallError` (the call kept failing for a transient reason, or the
-server answered garbage), `ContextOverflowError` (this prompt does not fit the model).
+model name, file; a runner stops), `ModelCallError` (this call kept failing for a transient
+reason, the server answered garbage or rejected this one request; a runner fails that question
+alone), `ContextOverflowError` (this prompt does not fit the model).
+
+Model text is cleaned where a `ChatResult` is built (lone UTF-16 surrogates become U+FFFD), so a
+broken reply can never poison the next request or the cache, and URL credentials are redacted
+from every one-line error message.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -26,6 +32,15 @@ class ChatResult:
     latency_s: float = 0.0  # wall time inside the model call (0 for a cache hit)
     cached: bool = False
     model: str = ""
+    finish_reason: str | None = None  # "stop", "length" (cut at max_tokens), ...; None when unknown
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", clean_model_text(self.text))
+
+    @property
+    def was_cut(self) -> bool:
+        """True when the reply stopped at the token limit (it is probably incomplete)."""
+        return self.finish_reason == "length"
 
 
 @runtime_checkable
@@ -60,7 +75,31 @@ class ContextOverflowError(ModelCallError):
     """The prompt is longer than the model's context window."""
 
 
+class RequestRejectedError(ModelCallError):
+    """The server refused this one request (400/422 other than context length); not retried."""
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def clean_model_text(text: str | None) -> str:
+    """Model text safe to encode, store and send back: None -> "", lone surrogates -> U+FFFD.
+
+    A split surrogate pair (two code points) is joined into its character.
+    """
+    text = text or ""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def redact_credentials(text: str) -> str:
+    """`text` with the user:password part of every URL replaced by `***`."""
+    return _URL_CREDENTIALS.sub("***@", text)
+
+
 def one_line(text: object, limit: int = 300) -> str:
-    """`text` with whitespace collapsed and cut to `limit` characters, for one-line error messages."""
-    flat = " ".join(str(text).split())
+    """`text` with whitespace collapsed, URL credentials redacted and cut to `limit` characters."""
+    flat = redact_credentials(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

@@ -182,7 +182,8 @@ def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s
             f"{model}: llama.cpp error {error.get('code', '?')} ({error.get('type', '?')}): {message}"
         )
     try:
-        text = response["choices"][0]["message"].get("content") or ""
+        choice = response["choices"][0]
+        text = choice["message"].get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError) as failure:
         raise ModelCallError(
             f"{model}: llama.cpp reply has no choices[0].message: {one_line(response)}"
@@ -194,6 +195,7 @@ def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s
         completion_tokens=int(usage.get("completion_tokens", 0) or 0),
         latency_s=latency_s,
         model=model,
+        finish_reason=choice.get("finish_reason"),
     )
 
 

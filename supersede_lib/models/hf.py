@@ -251,6 +251,9 @@ class HFChatModel:
             latency = time.perf_counter() - started
         new_tokens = output[0, prompt_tokens:]
         text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        eos_ids = base_config.eos_token_id
+        eos_ids = set(eos_ids) if isinstance(eos_ids, list | tuple) else {eos_ids}
+        ended = new_tokens.shape[0] > 0 and int(new_tokens[-1]) in eos_ids
         return ChatResult(
             text=text.strip(),
             prompt_tokens=prompt_tokens,
@@ -258,6 +261,7 @@ class HFChatModel:
             latency_s=latency,
             cached=False,
             model=self.name,
+            finish_reason="length" if new_tokens.shape[0] >= max_tokens and not ended else "stop",
         )
 
     async def achat(

@@ -2,13 +2,14 @@
 
 Talks to OpenAI or any compatible server (vLLM, Ollama, llama.cpp, `local_server`) through the
 official `openai` SDK with the SDK's retries off, so every attempt, backoff and failure is
-classified here. Also holds the reasoning-model rules and the per-token price table used to
-estimate a run's cost.
+classified here. Also holds the reasoning-model rules (and their completion-token floor) and the
+per-token price table used to estimate a run's cost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
@@ -27,14 +28,22 @@ from supersede_lib.models.chat import (
     ModelCallError,
     ModelConfigError,
     ModelError,
+    RequestRejectedError,
     one_line,
+    redact_credentials,
 )
+from supersede_lib.models.rate_limit import report_rate_limited, report_success
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, llama.cpp, local_server) accept any key
 
 # Reasoning models reject `temperature` and `max_tokens`; they take `max_completion_tokens`.
 REASONING_MODEL_PREFIXES = ("gpt-5", "o1", "o3", "o4")
+# `max_completion_tokens` also pays for a reasoning model's hidden reasoning, which can spend a
+# small budget (a 64-token answer, a 132-token notes rewrite) before any visible text: reasoning
+# models get at least this many. Only tokens used are billed; the notes cap still applies.
+REASONING_TOKEN_FLOOR = 4096
+DEFAULT_CACHE_NAMESPACE = "openai"
 
 # USD per 1M tokens (input, output), standard tier, no cached-input discount. Taken from the model
 # pages at developers.openai.com / openai.com/api/pricing (gpt-5.4: $2.50/$15.00 as listed in 2026;
@@ -93,13 +102,26 @@ class OpenAIChatModel:
     """An OpenAI-compatible chat endpoint with an explicit, testable retry policy.
 
     Retried (exponential backoff, full jitter, `Retry-After` honoured up to `backoff_max_s`):
-    408/409/429, 5xx, timeouts, connection errors and malformed bodies. Not retried: 400, 401,
-    403, 404, 422 (raised at once as `ModelConfigError`, or `ContextOverflowError` for a prompt
-    that is too long). The SDK's own retries are off so every attempt is visible here.
+    408/409/429, 5xx, timeouts, connection errors and malformed bodies; each 429 is also reported
+    to the runner's adaptive concurrency limit (`rate_limit`). Not retried: 401, 403, 404
+    (`ModelConfigError`: a setting is wrong for every call), 400/422 (`RequestRejectedError`, or
+    `ContextOverflowError` for a prompt that is too long: this one request fails) and a request
+    that cannot be encoded. Running out of retries raises `ModelCallError`, except for a server
+    never reached at all (`ModelConfigError`: check the URL). The SDK's own retries are off so
+    every attempt is visible here.
+
+    Reasoning models get `max_completion_tokens = max(max_tokens, reasoning_token_floor)` so
+    their hidden reasoning cannot spend the whole budget. `finish_reason` is passed on in the
+    `ChatResult` ("length": the reply was cut at the limit).
+
+    The response cache keys this model on `cache_namespace` (default "openai"), the model name,
+    the messages and the sampling parameters, not on `base_url`: a local server on a new port
+    still hits. Give two different servers that serve the same model name different namespaces.
 
     The API key is read from `api_key_env` when the model is built. A missing key is an error,
     except for a `base_url` on localhost/127.0.0.1, where a placeholder key is sent (local
-    servers ignore it).
+    servers ignore it). Credentials written into `base_url` (user:password@) are redacted from
+    every message and statistic.
     """
 
     def __init__(
@@ -114,6 +136,8 @@ class OpenAIChatModel:
         extra_params: dict[str, Any] | None = None,
         reasoning_effort: str | None = None,
         name: str | None = None,
+        cache_namespace: str = DEFAULT_CACHE_NAMESPACE,
+        reasoning_token_floor: int = REASONING_TOKEN_FLOOR,
         sleep: SleepFunction = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
@@ -129,7 +153,8 @@ class OpenAIChatModel:
         self.backoff_max_s = backoff_max_s
         self.extra_params = dict(extra_params or {})
         self.reasoning_effort = reasoning_effort
-        self.cache_namespace = f"openai:{base_url or 'default'}"
+        self.cache_namespace = cache_namespace
+        self.reasoning_token_floor = reasoning_token_floor
         self._sleep = sleep
         self._jitter = jitter
         self._api_key = self._read_api_key()
@@ -142,10 +167,26 @@ class OpenAIChatModel:
         self.retry_count = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cut_replies = 0
+        self.empty_replies = 0
+        self._reached = False  # any HTTP response so far: the address is right
 
     @property
     def endpoint(self) -> str:
-        return self.base_url or "the default OpenAI endpoint"
+        """`base_url` for messages (credentials redacted)."""
+        return redact_credentials(self.base_url) if self.base_url else "the default OpenAI endpoint"
+
+    @property
+    def cache_params(self) -> dict[str, Any]:
+        """Request settings beyond max_tokens/temperature/seed that shape the reply (for cache keys)."""
+        params: dict[str, Any] = {}
+        if self.extra_params:
+            params["extra_params"] = self.extra_params
+        if self.reasoning_effort is not None:
+            params["reasoning_effort"] = self.reasoning_effort
+        if is_reasoning_model(self.model):
+            params["reasoning_token_floor"] = self.reasoning_token_floor
+        return params
 
     def _read_api_key(self) -> str:
         key = os.environ.get(self.api_key_env, "").strip()
@@ -174,7 +215,7 @@ class OpenAIChatModel:
         params: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
         if is_reasoning_model(self.model):
             if max_tokens is not None:
-                params["max_completion_tokens"] = max_tokens
+                params["max_completion_tokens"] = max(max_tokens, self.reasoning_token_floor)
             if self.reasoning_effort is not None:
                 params["reasoning_effort"] = self.reasoning_effort
         else:
@@ -212,33 +253,47 @@ class OpenAIChatModel:
             self.attempt_count += 1
             try:
                 completion = await client.chat.completions.create(**params)
-                text, prompt_tokens, completion_tokens = _read_completion(completion)
+                self._reached = True
+                result = _read_completion(completion, self.name)
             except Exception as error:  # classified below; unknown errors propagate unchanged
                 if not self._is_retryable(error):
                     raise
                 last_error = error
                 continue
-            self.prompt_tokens += prompt_tokens
-            self.completion_tokens += completion_tokens
+            report_success()
+            self.prompt_tokens += result.prompt_tokens
+            self.completion_tokens += result.completion_tokens
+            self.cut_replies += result.was_cut
+            self.empty_replies += not result.text.strip()
             return ChatResult(
-                text=text,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
+                text=result.text,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
                 latency_s=time.perf_counter() - started,
                 model=self.name,
+                finish_reason=result.finish_reason,
             )
         raise self._exhausted_error(last_error)
 
     def _is_retryable(self, error: Exception) -> bool:
         """True for transient failures; raises the right error at once for permanent ones."""
+        if isinstance(error, UnicodeError):  # a request that can never be sent: retrying cannot help
+            raise ModelCallError(
+                f"request to {self.model!r} at {self.endpoint} cannot be encoded: {one_line(error)}"
+            ) from error
         if isinstance(
-            error, openai.APIConnectionError | _MalformedResponse | openai.APIResponseValidationError
+            error,
+            openai.APIConnectionError
+            | _MalformedResponse
+            | openai.APIResponseValidationError
+            | json.JSONDecodeError,  # a 200 whose body is not JSON
         ):
             return True
-        if isinstance(error, ValueError):  # body that is not JSON (json.JSONDecodeError)
-            return True
         if isinstance(error, openai.APIStatusError):
+            self._reached = True
             status = error.status_code
+            if status == 429:
+                report_rate_limited()
             if status in (408, 409, 429) or status >= 500:
                 return True
             raise self._status_error(error) from error
@@ -262,11 +317,14 @@ class OpenAIChatModel:
             )
         if status == 400 and _mentions_context_overflow(error):
             return ContextOverflowError(f"prompt too long for {where}: {detail}")
-        return ModelConfigError(f"request rejected ({status}) by {where}: {detail}")
+        return RequestRejectedError(f"request rejected ({status}) by {where}: {detail}")
 
     def _exhausted_error(self, error: BaseException | None) -> ModelError:
         attempts = self.max_retries + 1
-        if isinstance(error, openai.APIConnectionError) and not isinstance(error, openai.APITimeoutError):
+        lost_connection = isinstance(error, openai.APIConnectionError) and not isinstance(
+            error, openai.APITimeoutError
+        )
+        if lost_connection and not self._reached:
             return ModelConfigError(
                 f"cannot reach {self.endpoint} after {attempts} attempts ({one_line(error)}): "
                 "check that the server is running and that base_url has the right host, port and /v1"
@@ -280,21 +338,24 @@ class OpenAIChatModel:
         """Calls, attempts, retries, tokens and estimated cost so far (for run manifests)."""
         return {
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact_credentials(self.base_url) if self.base_url else None,
+            "cache_namespace": self.cache_namespace,
             "calls": self.call_count,
             "attempts": self.attempt_count,
             "retries": self.retry_count,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cut_replies": self.cut_replies,
+            "empty_replies": self.empty_replies,
             "estimated_cost_usd": estimate_cost_usd(self.model, self.prompt_tokens, self.completion_tokens),
         }
 
 
-def _read_completion(completion: Any) -> tuple[str, int, int]:
-    """(text, prompt_tokens, completion_tokens) from an SDK response; `_MalformedResponse` if unusable."""
+def _read_completion(completion: Any, model: str) -> ChatResult:
+    """The reply in an SDK response (`content: null` -> ""); `_MalformedResponse` if unusable."""
     try:
-        message = completion.choices[0].message
-        text = message.content or ""
+        choice = completion.choices[0]
+        text = choice.message.content or ""
     except (AttributeError, IndexError, KeyError, TypeError) as error:
         raise _MalformedResponse(
             f"response has no choices[0].message ({type(completion).__name__})"
@@ -302,9 +363,14 @@ def _read_completion(completion: Any) -> tuple[str, int, int]:
     if not isinstance(text, str):
         raise _MalformedResponse(f"message content is {type(text).__name__}, not text")
     usage = getattr(completion, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    return text, prompt_tokens, completion_tokens
+    finish_reason = getattr(choice, "finish_reason", None)
+    return ChatResult(
+        text=text,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        model=model,
+        finish_reason=str(finish_reason) if finish_reason else None,
+    )
 
 
 def _retry_after_seconds(error: BaseException | None) -> float | None:

@@ -26,6 +26,8 @@ _OPENAI_KEYS = frozenset(
         "backoff_max_s",
         "extra_params",
         "reasoning_effort",
+        "reasoning_token_floor",
+        "cache_namespace",
         "name",
     }
 )
