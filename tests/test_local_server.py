@@ -14,7 +14,12 @@ import pytest
 
 from supersede_lib import prompts
 from supersede_lib.episode import Session, Turn
-from supersede_lib.models.local_server import UNKNOWN_ANSWER, LocalOpenAIServer, default_responder
+from supersede_lib.models.local_server import (
+    UNKNOWN_ANSWER,
+    LocalOpenAIServer,
+    ScriptedFailure,
+    default_responder,
+)
 
 
 def _post(url: str, body: bytes, timeout: float = 10) -> tuple[int, bytes]:
@@ -92,6 +97,20 @@ def test_null_content_empty_choices_and_cut_replies():
     assert (
         cut["choices"][0]["message"]["content"] == "a lo" and cut["choices"][0]["finish_reason"] == "length"
     )
+
+
+def test_a_responder_can_fail_one_request_on_its_own_terms():
+    def responder(messages):
+        if messages[-1]["content"] == "poisoned":
+            raise ScriptedFailure(("status", 429))
+        return "fine"
+
+    with LocalOpenAIServer(responder=responder) as server:
+        url = server.base_url + "/chat/completions"
+        assert _post(url, _chat_body("poisoned"))[0] == 429
+        assert _post(url, _chat_body("healthy"))[0] == 200
+    with pytest.raises(ValueError, match="cannot raise 'sleep'"):
+        ScriptedFailure(("sleep", 1))
 
 
 def _reset_mid_request(port: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import signal
 import subprocess
@@ -32,9 +33,10 @@ from supersede_lib.eval.runner import (
     run_condition,
     run_conditions,
 )
+from supersede_lib.models import rate_limit
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, ChatResult, ModelConfigError
-from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.local_server import LocalOpenAIServer, ScriptedFailure
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.rollout import BoundedMemoryRollout
 
@@ -529,3 +531,146 @@ def test_rejected_key_surfaces_from_run_condition_as_one_line(monkeypatch) -> No
             run_condition(episodes, "bounded_memory", model, RunSettings(concurrency=3), progress=False)
     message = str(caught.value)
     assert "\n" not in message and "401" in message and "SUPERSEDE_TEST_WRONG_KEY" in message
+
+
+# --------------------------------------------------------------------------------------------
+# Reliability: one failing question fails alone; cut replies are surfaced; 429s lower concurrency
+# --------------------------------------------------------------------------------------------
+
+
+def _fast_http_model(server: LocalOpenAIServer, **overrides) -> OpenAIChatModel:
+    options = {"max_retries": 3, "backoff_base_s": 0.001, "backoff_max_s": 0.005, "api_key_env": NO_KEY_ENV}
+    options.update(overrides)
+    return OpenAIChatModel("fake-model", base_url=server.base_url, **options)
+
+
+def _poisoning(action, poisoned: str = "ep-3"):
+    """A city responder whose every request for `poisoned` fails with `action`."""
+
+    def responder(messages) -> str:
+        if f"[{poisoned}]" in messages[-1]["content"]:
+            raise ScriptedFailure(action)
+        return city_responder(messages)
+
+    return responder
+
+
+@pytest.mark.parametrize(
+    "action",
+    [("status", 429), ("status", 500), ("empty_choices", None), ("status", 400), ("close", None)],
+    ids=["429 storm", "500s", "choices []", "400", "connection dropped"],
+)
+def test_a_question_whose_calls_keep_failing_fails_alone_and_is_retried_next_run(
+    tmp_path, monkeypatch, action
+):
+    monkeypatch.delenv(NO_KEY_ENV, raising=False)
+    episodes = [make_episode(f"ep-{index}") for index in range(6)]
+    cache_path = tmp_path / "cache.sqlite"
+    with LocalOpenAIServer(responder=_poisoning(action)) as server:
+        result = run_condition(
+            episodes,
+            "bounded_memory",
+            CachedChatModel(_fast_http_model(server), ResponseCache(cache_path)),
+            RunSettings(concurrency=3),
+            output_dir=tmp_path,
+            run_name="run",
+            progress=False,
+        )
+    frame = result.frame.set_index("episode_id")
+    assert frame["failed"].sum() == 1 and frame.loc["ep-3", "failed"]
+    assert "notes turn failed" in frame.loc["ep-3", "error"] and frame.loc["ep-3", "verdict"] == "wrong"
+    healthy = frame.drop(index="ep-3")
+    assert (healthy["verdict"] == "correct").all() and healthy["error"].isna().all()
+    for key in ("csv", "trajectories", "manifest"):
+        assert result.paths[key].exists()
+    manifest = json.loads(result.paths["manifest"].read_text())
+    assert manifest["totals"]["failed_questions"] == 1 and manifest["failed_episode_ids"] == ["ep-3"]
+    assert manifest["accuracy"]["matcher_completed_only"] == 1.0
+    assert any("1 of 6 questions failed" in warning for warning in manifest["warnings"])
+    assert {row["episode_id"]: row["failed"] for row in read_trajectories(result.paths["trajectories"])}[
+        "ep-3"
+    ]
+
+    with LocalOpenAIServer(responder=city_responder) as healthy_server:
+        rerun = run_condition(
+            episodes,
+            "bounded_memory",
+            CachedChatModel(_fast_http_model(healthy_server), ResponseCache(cache_path)),
+            progress=False,
+        ).frame
+        asked = [SESSION_MARKER.findall(_request_text(body)) for body in healthy_server.requests]
+    assert not rerun["failed"].any() and (rerun["verdict"] == "correct").all()
+    assert healthy_server.request_count == 4  # only ep-3's three notes turns and its answer
+    assert {marker[0][0] for marker in asked if marker} == {"ep-3"}
+
+
+def test_a_configuration_error_still_stops_the_run(monkeypatch) -> None:
+    monkeypatch.delenv(NO_KEY_ENV, raising=False)
+    with LocalOpenAIServer(responder=_poisoning(("status", 404), poisoned="ep-0")) as server:
+        with pytest.raises(ModelConfigError, match="404"):
+            run_condition([make_episode(f"ep-{i}") for i in range(3)], "bounded_memory", _fast_http_model(server), progress=False)  # fmt: skip
+
+
+def test_cut_and_empty_replies_are_recorded_per_call_and_surfaced_per_run(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    monkeypatch.delenv(NO_KEY_ENV, raising=False)
+    failures = [("null_content", "length"), ("cut", 4)]
+    with LocalOpenAIServer(failures=failures, responder=city_responder) as server:
+        with caplog.at_level(logging.WARNING, logger="supersede_lib.eval.runner"):
+            result = run_condition(
+                [make_episode("ep-0"), make_episode("ep-1")],
+                "bounded_memory",
+                _fast_http_model(server),
+                RunSettings(concurrency=1),
+                output_dir=tmp_path,
+                run_name="cut",
+                progress=False,
+            )
+    turns = result.trajectories[0]["turns"]
+    assert (turns[0]["finish_reason"], turns[0]["cut"], turns[0]["empty_reply"]) == ("length", True, True)
+    assert (turns[1]["finish_reason"], turns[1]["cut"], turns[1]["empty_reply"]) == ("length", True, False)
+    assert turns[2]["finish_reason"] == "stop" and not turns[2]["cut"]
+    row = result.frame.iloc[0]
+    assert (row["cut_calls"], row["empty_replies"], row["failed"]) == (2, 1, False)
+    totals = result.manifest["totals"]
+    assert (totals["cut_calls"], totals["empty_replies"], totals["calls"]) == (2, 1, 8)
+    warning = next(w for w in result.manifest["warnings"] if "cut at the token limit" in w)
+    assert "model fake-model: 2 of 8 calls" in warning and "1 replies were empty" in warning
+    assert any(warning in record.getMessage() for record in caplog.records)
+
+
+def test_sustained_429s_lower_concurrency_and_it_recovers(tmp_path, monkeypatch, caplog) -> None:
+    monkeypatch.delenv(NO_KEY_ENV, raising=False)
+    monkeypatch.setattr(rate_limit, "DEFAULT_COOLDOWN_S", 0.0)
+    episodes = [make_episode(f"ep-{index}") for index in range(16)]
+    with LocalOpenAIServer(
+        latency_s=0.005, failures=[("status", 429)] * 6, responder=city_responder
+    ) as server:
+        with caplog.at_level(logging.INFO, logger="supersede_lib.models.rate_limit"):
+            result = run_condition(
+                episodes, "bounded_memory", _fast_http_model(server, max_retries=10), RunSettings(concurrency=8), progress=False
+            )  # fmt: skip
+    history = result.manifest["concurrency"]
+    assert history["initial"] == 8 and history["rate_limited_attempts"] == 6
+    assert history["decreases"] >= 2 and history["lowest"] <= 2
+    assert history["increases"] >= 1 and history["final"] > history["lowest"]
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("lowering concurrency 8 -> 4" in message for message in messages)
+    assert any("raising concurrency" in message for message in messages)
+    assert (result.frame["verdict"] == "correct").all() and not result.frame["failed"].any()
+
+
+def test_credentials_in_the_base_url_never_reach_the_files(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv(NO_KEY_ENV, raising=False)
+    with LocalOpenAIServer(responder=city_responder) as server:
+        model = OpenAIChatModel(
+            "fake-model",
+            base_url=server.base_url.replace("http://", "http://alice:s3cret@"),
+            api_key_env=NO_KEY_ENV,
+        )
+        result = run_condition([make_episode()], "bounded_memory", model, output_dir=tmp_path, run_name="cred", progress=False)  # fmt: skip
+    assert (result.frame["verdict"] == "correct").all()
+    for path in result.paths.values():
+        assert "s3cret" not in path.read_text()
+    assert "http://***@127.0.0.1" in result.paths["manifest"].read_text()

@@ -2,7 +2,8 @@
 
 `<run_name>.csv` (one row per question), `<run_name>.trajectories.jsonl` (one record per rollout:
 notes after every session, answer, verdict and reason) and `<run_name>.manifest.json` (settings,
-model, episodes, git commit, package versions, token and cache totals, accuracy).
+model, episodes, git commit, package versions, token and cache totals, failed questions, cut
+and empty replies, the concurrency limit's history, accuracy, and warnings worth reading).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.episode import Episode
-from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.chat import ChatModel, one_line
 from supersede_lib.models.openai_api import estimate_cost_usd
 
 KEY_PACKAGES = (
@@ -125,6 +126,25 @@ def _model_stats(model: Any) -> dict[str, Any] | None:
         return {"error": f"{type(error).__name__}: {error}"}
 
 
+def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, Any]) -> list[str]:
+    """One line per problem a reader of the results must know about (empty when none)."""
+    warnings = []
+    failed = [row for row in rows if row["failed"]]
+    if failed:
+        warnings.append(
+            f"{len(failed)} of {len(rows)} questions failed (scored wrong; see the 'error' column; "
+            f"first: {failed[0]['episode_id']}: {one_line(failed[0]['error'], 200)}); "
+            "a re-run with the same response cache retries only those"
+        )
+    if totals["cut_calls"] or totals["empty_replies"]:
+        warnings.append(
+            f"model {model_name}: {totals['cut_calls']} of {totals['calls']} calls were cut at the token limit "
+            f"(finish_reason 'length') and {totals['empty_replies']} replies were empty, so notes or answers "
+            "are incomplete: raise max_tokens_notes / max_tokens_answer (reasoning models: reasoning_token_floor)"
+        )
+    return warnings
+
+
 def build_manifest(
     config: dict[str, Any],
     model: ChatModel,
@@ -136,8 +156,13 @@ def build_manifest(
     *,
     started_at: str,
     wall_s: float,
+    concurrency: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What produced a run and what it cost: enough to audit or redo it."""
+    """What produced a run and what it cost: enough to audit or redo it.
+
+    `warnings` lists, in one line each, what a reader of the results must know: failed
+    questions (retried on the next run) and replies cut at the token limit or empty.
+    """
     fresh_prompt = sum(
         turn["prompt_tokens"]
         for trajectory in trajectories
@@ -162,6 +187,9 @@ def build_manifest(
         "uncached_completion_tokens": fresh_completion,
         "model_latency_s": round(sum(row["latency_s"] for row in rows), 6),
         "errors": sum(1 for row in rows if row["error"]),
+        "failed_questions": sum(1 for row in rows if row["failed"]),
+        "cut_calls": sum(row["cut_calls"] for row in rows),
+        "empty_replies": sum(row["empty_replies"] for row in rows),
         "judge_calls": judge_tallies.get("judge_calls", 0),
         "judge_cached_calls": judge_tallies.get("judge_cached_calls", 0),
         "judge_prompt_tokens": judge_tallies.get("judge_prompt_tokens", 0),
@@ -173,6 +201,7 @@ def build_manifest(
         if judge_name
         else None
     )
+    completed = [row for row in rows if not row["failed"]]
     return {
         "config": config,
         "condition": config["condition"],
@@ -192,8 +221,14 @@ def build_manifest(
         "cache": _model_stats(model) if hasattr(model, "cache") else None,
         "model_stats": _model_stats(getattr(model, "inner", model)),
         "totals": totals,
+        "failed_episode_ids": [row["episode_id"] for row in rows if row["failed"]],
+        "concurrency": concurrency,
+        "warnings": run_warnings(model.name, rows, totals),
         "accuracy": {
             "matcher": sum(row["verdict"] == "correct" for row in rows) / len(rows),
+            "matcher_completed_only": (
+                sum(row["verdict"] == "correct" for row in completed) / len(completed) if completed else None
+            ),
             "judge": (
                 sum(bool(row["judge_correct"]) for row in rows) / len(rows) if judge is not None else None
             ),

@@ -1,19 +1,26 @@
 """The evaluation runner every study notebook uses.
 
 `run_condition` drives the rollout core (`supersede_lib.rollout`) over many questions at once:
-questions run concurrently (bounded by an `asyncio.Semaphore`), the sessions of one question
-strictly in order. Each question becomes one tidy row (matcher verdict, optional judge verdict,
+questions run concurrently (bounded by a `models.rate_limit.AdaptiveLimit`, which halves while
+the server answers 429 and grows back after), the sessions of one question strictly in order. Each question becomes one tidy row (matcher verdict, optional judge verdict,
 tokens, latency, calls), each rollout one trajectory record (the notes after every session and
 whether they still held the current / a stale value). `RunSettings` holds how a condition is run;
 `RunResult` hands back the rows, the trajectories and the files written (`eval.run_files`).
 
-A crash loses nothing already paid for when the model is a `models.cache.CachedChatModel`: a
-re-run replays every finished call from the cache.
+Reliability: a question whose model call fails for good (`ModelCallError`: retries used up, a
+rejected request, a lost server) fails alone: its row's `error` says why, `failed` is true, the
+manifest counts it, and the other questions finish and every file is written. Failures are never
+cached, so a re-run through a `models.cache.CachedChatModel` replays every finished call and
+retries only what failed (a crash, too, loses nothing already paid for). A setting that is wrong
+for every call (`ModelConfigError`: a bad key, an unknown model) still stops the run at once.
+Replies cut at the token limit or empty are recorded per call and counted per run, with a
+logged warning naming the model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Sequence
@@ -27,7 +34,8 @@ from tqdm.auto import tqdm
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import conveys_value, score_episode_answer
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
-from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError
+from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
+from supersede_lib.models.rate_limit import AdaptiveLimit
 from supersede_lib.rollout import (
     PAPER_NOTES_BUDGET_CHARS,
     BoundedMemoryRollout,
@@ -36,6 +44,8 @@ from supersede_lib.rollout import (
 )
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS_ANSWER = 64
 NOTES_TOKEN_MARGIN = 32  # room for a model that overshoots the budget a little (the cap cuts it anyway)
@@ -69,6 +79,9 @@ ROW_COLUMNS = (
     "truncations",
     "final_notes",
     "error",
+    "failed",
+    "cut_calls",
+    "empty_replies",
 )
 
 
@@ -92,6 +105,12 @@ class CallRecord:
     completion_tokens: int
     latency_s: float
     cached: bool
+    finish_reason: str | None = None
+    empty_reply: bool = False
+
+    @property
+    def was_cut(self) -> bool:
+        return self.finish_reason == "length"
 
 
 @dataclass
@@ -103,7 +122,8 @@ class RolloutOutcome:
     model_name: str
     calls: list[CallRecord] = field(default_factory=list)
     wall_s: float = 0.0
-    error: str | None = None  # why the rollout ended without an answer (a prompt too long for the model)
+    error: str | None = None  # why the rollout ended without an answer
+    failed: bool = False  # a model call failed for good (a re-run retries it), not a context overflow
 
     @property
     def episode(self) -> Episode:
@@ -135,6 +155,15 @@ class RolloutOutcome:
         return sum(1 for call in self.calls if call.cached)
 
     @property
+    def cut_calls(self) -> int:
+        """Replies that stopped at the token limit (finish_reason "length")."""
+        return sum(1 for call in self.calls if call.was_cut)
+
+    @property
+    def empty_replies(self) -> int:
+        return sum(1 for call in self.calls if call.empty_reply)
+
+    @property
     def notes_history(self) -> list[str]:
         return list(self.rollout.notes_history)
 
@@ -161,6 +190,9 @@ class RolloutOutcome:
                 "completion_tokens": call.completion_tokens,
                 "latency_s": round(call.latency_s, 6),
                 "cached": call.cached,
+                "finish_reason": call.finish_reason,
+                "cut": call.was_cut,
+                "empty_reply": call.empty_reply,
             }
             if store_messages:
                 record["messages"] = turn.messages
@@ -189,8 +221,11 @@ class RolloutOutcome:
             "wall_s": round(self.wall_s, 6),
             "n_calls": self.n_calls,
             "cached_calls": self.cached_calls,
+            "cut_calls": self.cut_calls,
+            "empty_replies": self.empty_replies,
             "turns": turns,
             "error": self.error,
+            "failed": self.failed,
         }
 
 
@@ -228,6 +263,8 @@ async def arun_rollout(
 
     A prompt longer than the model's context window ends the rollout without an answer (scored
     as wrong) and is recorded in `outcome.error`: that is the model's limit, not a crash of the run.
+    Any other `ModelCallError` (retries used up, a rejected request) ends it the same way with
+    `outcome.failed` set: the question failed and a re-run should try it again.
     """
     if condition is None:
         condition = "bounded_memory" if isinstance(rollout, BoundedMemoryRollout) else "full_context"
@@ -244,6 +281,10 @@ async def arun_rollout(
         except ContextOverflowError as error:
             outcome.error = f"context overflow at the {kind} turn: {error}"
             break
+        except ModelCallError as error:
+            outcome.error = f"{kind} turn failed: {type(error).__name__}: {error}"
+            outcome.failed = True
+            break
         rollout.step(result.text)
         outcome.calls.append(
             CallRecord(
@@ -253,6 +294,8 @@ async def arun_rollout(
                 completion_tokens=int(result.completion_tokens or 0),
                 latency_s=float(result.latency_s or 0.0),
                 cached=bool(result.cached),
+                finish_reason=result.finish_reason,
+                empty_reply=not result.text.strip(),
             )
         )
     outcome.wall_s = time.perf_counter() - started
@@ -332,14 +375,20 @@ async def _run_question(
     trajectory = outcome.trajectory(store_messages=settings.store_messages)
     result = _QuestionResult(row={}, trajectory=trajectory)
     judge_correct = None
-    if judge is not None:
-        verdict = await judge.ajudge_result(episode, outcome.answer)
-        judge_correct = verdict.correct
-        trajectory["judge_reply"] = verdict.reply
-        result.judge_calls = 1
-        result.judge_prompt_tokens = verdict.prompt_tokens
-        result.judge_completion_tokens = verdict.completion_tokens
-        result.judge_cached = int(verdict.cached)
+    if judge is not None and not outcome.failed:
+        try:
+            verdict = await judge.ajudge_result(episode, outcome.answer)
+        except ModelCallError as error:
+            outcome.error = f"judge failed: {type(error).__name__}: {error}"
+            outcome.failed = True
+            trajectory.update(error=outcome.error, failed=True)
+        else:
+            judge_correct = verdict.correct
+            trajectory["judge_reply"] = verdict.reply
+            result.judge_calls = 1
+            result.judge_prompt_tokens = verdict.prompt_tokens
+            result.judge_completion_tokens = verdict.completion_tokens
+            result.judge_cached = int(verdict.cached)
     trajectory.update(
         verdict=score.verdict,
         answered_current=bool(score.answered_current),
@@ -375,6 +424,9 @@ async def _run_question(
         "truncations": rollout.truncation_count,
         "final_notes": outcome.final_notes,
         "error": outcome.error,
+        "failed": outcome.failed,
+        "cut_calls": outcome.cut_calls,
+        "empty_replies": outcome.empty_replies,
     }
     return result
 
@@ -395,16 +447,18 @@ async def arun_condition(
     _check_episodes(episodes)
     started_at = now_utc()
     started = time.perf_counter()
-    semaphore = asyncio.Semaphore(settings.concurrency)
-    bar = tqdm(total=len(episodes), desc=f"{condition} | {model.name}", disable=not progress, leave=False)
+    label = f"{condition} | {model.name}"
+    limit = AdaptiveLimit(settings.concurrency, label=label)
+    bar = tqdm(total=len(episodes), desc=label, disable=not progress, leave=False)
 
     async def one(episode: Episode) -> _QuestionResult:
-        async with semaphore:
+        async with limit:
             result = await _run_question(episode, condition, model, settings, judge)
         bar.update(1)
         return result
 
-    tasks = [asyncio.ensure_future(one(episode)) for episode in episodes]
+    with limit.installed():  # the tasks below copy this context: their 429s reach `limit`
+        tasks = [asyncio.ensure_future(one(episode)) for episode in episodes]
     try:
         results = await asyncio.gather(*tasks)
     except BaseException:
@@ -438,7 +492,10 @@ async def arun_condition(
         episodes,
         started_at=started_at,
         wall_s=wall_s,
+        concurrency=limit.stats(),
     )
+    for warning in manifest["warnings"]:
+        logger.warning("%s: %s", run_name, warning)
     paths = {}
     if output_dir is not None:
         paths = write_run_outputs(Path(output_dir), run_name, frame, trajectories, manifest=manifest)

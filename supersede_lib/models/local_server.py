@@ -18,6 +18,9 @@ connection without answering; `("null_content", finish_reason)` a 200 whose mess
 null (finish_reason "length" is how a reasoning model that spent its budget answers);
 `("cut", n)` the responder's reply cut to its first n characters with finish_reason "length".
 
+A responder can also fail one request on its own terms, e.g. every request of one question:
+`raise ScriptedFailure(("status", 429))` (any kind but "sleep" and "cut").
+
 A client that drops its connection (a timeout, a killed run) is normal here: the server says
 nothing about it instead of printing a traceback.
 
@@ -52,6 +55,7 @@ FAILURE_KINDS = (
     "null_content",
     "cut",
 )
+_IMMEDIATE_KINDS = frozenset(FAILURE_KINDS) - {"sleep", "cut"}
 _CLIENT_GONE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 DEFAULT_NOTES_CAP_CHARS = 300
 UNKNOWN_ANSWER = "I don't know"
@@ -101,6 +105,19 @@ def default_responder(messages: list[dict[str, Any]]) -> str:
     if "yes or no" in text.lower():
         return "yes"
     return "OK"
+
+
+class ScriptedFailure(Exception):
+    """Raised by a responder to answer this one request with a failure action instead of text."""
+
+    def __init__(self, action: FailureAction) -> None:
+        (checked,) = _validate_failures([action])
+        if checked[0] not in _IMMEDIATE_KINDS:
+            raise ValueError(
+                f"a responder cannot raise {checked[0]!r}; use one of {sorted(_IMMEDIATE_KINDS)}"
+            )
+        super().__init__(f"scripted {checked[0]}")
+        self.action = checked
 
 
 def _validate_failures(failures: Iterable[FailureAction]) -> list[FailureAction]:
@@ -328,28 +345,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(401, _error_body(401, "invalid api key"))
             return
         kind, value = action if action is not None else (None, None)
-        if kind == "status":
-            self._send_json(value, _error_body(value, f"scripted failure {value}"))
-            return
-        if kind == "retry_after":
-            self._send_json(429, _error_body(429, "scripted rate limit"), {"Retry-After": str(value)})
-            return
-        if kind == "malformed":
-            self._send(200, b'{"id": "chatcmpl-broken", "choices": [')
-            return
-        if kind == "missing_choices":
-            self._send_json(
-                200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0, "model": "x"}
-            )
-            return
-        if kind == "empty_choices":
-            self._send_json(200, {**owner.completion_body(body, "", 0), "choices": []})
-            return
-        if kind == "null_content":
-            self._send_json(200, owner.completion_body(body, None, 0, finish_reason=value or "stop"))
-            return
-        if kind == "close":
-            self.close_connection = True
+        if kind in _IMMEDIATE_KINDS:
+            self._fail(body, kind, value)
             return
         time.sleep(owner.latency_s + (value if kind == "sleep" else 0.0))
         if body.get("stream"):
@@ -361,6 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             text = owner.responder(messages)
+        except ScriptedFailure as failure:
+            self._fail(body, *failure.action)
+            return
         except Exception as error:  # a test responder bug should show up as a readable 500
             self._send_json(500, _error_body(500, f"responder failed: {type(error).__name__}: {error}"))
             return
@@ -368,3 +368,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, owner.completion_body(body, text[:value], owner.request_count, "length"))
             return
         self._send_json(200, owner.completion_body(body, text, owner.request_count))
+
+    def _fail(self, body: dict[str, Any], kind: str, value: Any) -> None:
+        """Answer with one of the immediate failure actions (see the module docstring)."""
+        if kind == "status":
+            self._send_json(value, _error_body(value, f"scripted failure {value}"))
+        elif kind == "retry_after":
+            self._send_json(429, _error_body(429, "scripted rate limit"), {"Retry-After": str(value)})
+        elif kind == "malformed":
+            self._send(200, b'{"id": "chatcmpl-broken", "choices": [')
+        elif kind == "missing_choices":
+            self._send_json(
+                200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0, "model": "x"}
+            )
+        elif kind == "empty_choices":
+            self._send_json(200, {**self.owner.completion_body(body, "", 0), "choices": []})
+        elif kind == "null_content":
+            self._send_json(200, self.owner.completion_body(body, None, 0, finish_reason=value or "stop"))
+        elif kind == "close":
+            self.close_connection = True

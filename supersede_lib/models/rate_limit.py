@@ -47,13 +47,13 @@ class AdaptiveLimit:
     """An async semaphore whose size shrinks under rate limiting and grows back on success."""
 
     def __init__(
-        self, maximum: int, *, minimum: int = 1, cooldown_s: float = DEFAULT_COOLDOWN_S, label: str = ""
+        self, maximum: int, *, minimum: int = 1, cooldown_s: float | None = None, label: str = ""
     ) -> None:
         if not 1 <= minimum <= maximum:
             raise ValueError(f"need 1 <= minimum <= maximum, got minimum={minimum}, maximum={maximum}")
         self.maximum = maximum
         self.minimum = minimum
-        self.cooldown_s = cooldown_s
+        self.cooldown_s = DEFAULT_COOLDOWN_S if cooldown_s is None else cooldown_s
         self.label = label
         self.limit = maximum
         self.lowest = maximum
