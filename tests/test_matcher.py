@@ -8,10 +8,10 @@ from supersede_lib.eval.matcher import (
     MAX_ANSWER_CHARS,
     Score,
     conveys_value,
-    normalize,
     says_unknown,
     score_answer,
 )
+from supersede_lib.eval.matcher_text import normalize
 
 ABSTENTION_GOLD = ("The information provided is not enough. You mentioned Korean food but not restaurants.",)
 
@@ -78,7 +78,7 @@ CASES = [
     ("Tom, then Sarah.", ("Sarah",), ("Tom",), "correct"),
     # naming the gold as the past value while asserting the stale one is not answering with the gold
     ("Previously $350,000, now $400,000.", ("$350,000",), ("$400,000",), "stale"),
-    ("It was originally $350,000.", ("$350,000",), ("$400,000",), "correct"),
+    ("It was originally $350,000.", ("$350,000",), ("$400,000",), "wrong"),  # past framing: not current
     # plurals aside, whole tokens
     ("Wednesday", ("Wednesdays",), (), "correct"),
     ("You own 3 cats.", ("3 cats",), ("2 cats",), "correct"),
@@ -176,7 +176,8 @@ def test_bad_input_raises_naming_the_field(call, error, message) -> None:
 
 def test_previous_value_questions_accept_the_past_framing() -> None:
     answer = "Previously $350,000, now $400,000."
-    assert score_answer(answer, ["$350,000"], ["$400,000"], asks_previous_value=True).verdict == "ambiguous"
+    # the later value framed as "now" is context for a previous-value question (human label ans-054)
+    assert score_answer(answer, ["$350,000"], ["$400,000"], asks_previous_value=True).verdict == "correct"
     assert score_answer(answer, ["$350,000"], ["$400,000"]).verdict == "stale"
 
 
