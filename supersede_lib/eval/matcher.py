@@ -516,9 +516,9 @@ def _is_hedged(context: _HedgeContext, gold_hits: list[_Hit]) -> bool:
     - one rival candidate sits across a strong separator ("Denver and Boston", "Denver; Boston", "4 and
       5", "It could be Denver. It could also be Boston."): a rival holds only words the gold's item
       already has, hedge words and a new value no longer than the gold (or a capitalised name up to
-      MAX_PROPER_NAME_TOKENS); across a sentence end the rival must hedge ("could also be") or both
-      items be bare. Across a comma alone the rival must hedge ("Denver, maybe Boston"): "Denver,
-      Colorado" is one answer;
+      MAX_PROPER_NAME_TOKENS); across a sentence end the later item must hedge ("could also be") or both
+      be bare and unexclaimed ("Denver. Boston." but not "Denver! Enjoy."). Across a comma alone the
+      later item must hedge ("Denver, maybe Boston"): "Denver, Colorado" is one answer;
     - MAX_CANDIDATES or more other short items surround it ("Paris, London, Berlin or Rome", also as a
       bulleted list). Short = at most one content token more than the gold (the gold's own item may
       have two more: "It could be Paris"). Items in another sentence count only when they are bare
@@ -559,20 +559,23 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
                 continue
             words = set(text.words[segment.start : segment.end])
             allowed = frame | _HEDGE_WORDS | ({"it", "its"} if words & _GUESS_WORDS else set())
-            new = [
-                position
-                for position in range(segment.start, segment.end)
-                if text.words[position] not in allowed
-            ]
+            span = range(segment.start, segment.end)
+            if direction < 0:  # a rival before the gold may carry the shared lead ("You live in 7 and 4")
+                span = range(
+                    max([p + 1 for p in span if text.words[p] in STOPWORDS], default=span.start), span.stop
+                )
+            new = [position for position in span if text.words[position] not in allowed]
             if context.gold_numbers:
                 rival = len(new) == 1 and _offered_number(context, new[0], dates_count=True)
             else:
                 rival = _is_rival_value(context, new)
             if rival and or_between:
                 return True
-            if rival and (words & _GUESS_WORDS or (strong_between and not sentence_between)):
+            later_words = words if direction > 0 else frame  # the guess word sits between the two
+            if rival and (later_words & _GUESS_WORDS or (strong_between and not sentence_between)):
                 return True
-            exclaims = text.exclaims[segment.start]  # "Denver. Enjoy!" is not a second guess
+            # "Denver! Enjoy." is not a second guess
+            exclaims = text.exclaims[segment.start] or text.exclaims[segments[item[0]].start]
             if rival and sentence_between and item_is_bare and not exclaims and not (words & STOPWORDS):
                 return True
             break

@@ -149,7 +149,7 @@ def analyse(text: str) -> AnalysedText:
     for match in _TOKEN.finditer(prepared):
         gap = prepared[previous_end : match.start()]
         if _SENTENCE_BREAK.search(gap):
-            _mark_sentence(words, questions, exclaims, sentence_start, gap)
+            _mark_sentence(words, breaks, (questions, exclaims), sentence_start, gap)
             sentence_start = len(words)
         pending_break = max(pending_break, _break_level(gap))
         previous_end = match.end()
@@ -163,21 +163,30 @@ def analyse(text: str) -> AnalysedText:
         questions.append(False)
         exclaims.append(False)
         pending_break = 0
-    _mark_sentence(words, questions, exclaims, sentence_start, prepared[previous_end:])
+    _mark_sentence(words, breaks, (questions, exclaims), sentence_start, prepared[previous_end:])
     return _merge_number_words(words, breaks, capitals, questions, exclaims)
 
 
 def _mark_sentence(
-    words: list[str], questions: list[bool], exclaims: list[bool], sentence_start: int, gap: str
+    words: list[str], breaks: list[int], flags: tuple[list[bool], list[bool]], sentence_start: int, gap: str
 ) -> None:
-    """Flag the sentence from `sentence_start` by its end mark. A question ends in "?" and opens like
-    one ("Did you ...?", "Q: Is it ...?"); "Denver?" and "It's 4?!" are tentative answers."""
-    opening = [word for word in words[sentence_start:] if len(word) > 1][:1]
+    """Flag the sentence from `sentence_start` by its end mark (`flags`: questions, exclaims).
+
+    A question ends in "?"; it runs from the last clause that opens like one ("Did you ...?", "You
+    asked: 'Is it ...?'", "Denver, is that right?" flags "is that right" only). "Denver?", "It's 4?!"
+    and "You live in Denver, right?" are tentative answers, not questions.
+    """
+    questions, exclaims = flags
     size = len(words) - sentence_start
-    if "?" in gap and opening and opening[0] in _INTERROGATIVES:
-        questions[sentence_start:] = [True] * size
     if "!" in gap:
         exclaims[sentence_start:] = [True] * size
+    if "?" not in gap:
+        return
+    for position in range(len(words) - 1, sentence_start - 1, -1):
+        opens_clause = position == sentence_start or breaks[position] or len(words[position - 1]) == 1
+        if opens_clause and words[position] in _INTERROGATIVES:
+            questions[position:] = [True] * (len(words) - position)
+            return
 
 
 def _break_level(gap: str) -> int:
