@@ -1,7 +1,8 @@
 """Evaluation: run a condition over episodes and grade it.
 
 `runner` drives the rollout core over many questions concurrently and writes one row per question;
-`matcher` grades an answer against the current and superseded values (the reward); `judge` is the
+`matcher` grades an answer against the current and superseded values (the reward), with
+`matcher_text` its tokeniser and `agreement` its check against human labels; `judge` is the
 LongMemEval yes/no LLM judge; `diagnostics` says why a bounded-memory answer failed; `stats` holds
 the paired tests and intervals.
 """

@@ -8,10 +8,10 @@ from supersede_lib.eval.matcher import (
     MAX_ANSWER_CHARS,
     Score,
     conveys_value,
-    normalize,
     says_unknown,
     score_answer,
 )
+from supersede_lib.eval.matcher_text import normalize
 
 ABSTENTION_GOLD = ("The information provided is not enough. You mentioned Korean food but not restaurants.",)
 
@@ -78,7 +78,7 @@ CASES = [
     ("Tom, then Sarah.", ("Sarah",), ("Tom",), "correct"),
     # naming the gold as the past value while asserting the stale one is not answering with the gold
     ("Previously $350,000, now $400,000.", ("$350,000",), ("$400,000",), "stale"),
-    ("It was originally $350,000.", ("$350,000",), ("$400,000",), "correct"),
+    ("It was originally $350,000.", ("$350,000",), ("$400,000",), "wrong"),  # past framing: not current
     # plurals aside, whole tokens
     ("Wednesday", ("Wednesdays",), (), "correct"),
     ("You own 3 cats.", ("3 cats",), ("2 cats",), "correct"),
@@ -176,7 +176,8 @@ def test_bad_input_raises_naming_the_field(call, error, message) -> None:
 
 def test_previous_value_questions_accept_the_past_framing() -> None:
     answer = "Previously $350,000, now $400,000."
-    assert score_answer(answer, ["$350,000"], ["$400,000"], asks_previous_value=True).verdict == "ambiguous"
+    # the later value framed as "now" is context for a previous-value question (human label ans-054)
+    assert score_answer(answer, ["$350,000"], ["$400,000"], asks_previous_value=True).verdict == "correct"
     assert score_answer(answer, ["$350,000"], ["$400,000"]).verdict == "stale"
 
 
@@ -515,3 +516,237 @@ def test_score_episode_answer_uses_the_episode_fields() -> None:
     assert score_episode_answer(episode, "The suburbs.").verdict == "correct"
     stale = score_episode_answer(episode, "Detroit", stale_penalty_weight=0.5)
     assert stale.verdict == "stale" and stale.reward == -0.5
+
+
+# --------------------------------------------------------------------------- issue 10: misgraded classes
+
+LABELLED_CLASSES = [
+    # (answer, gold, superseded, asks_previous_value, verdict): one per class the human labels exposed
+    ("You live in Austin (moved from Detroit, Apr 2023).", ("Austin",), ("Detroit",), False, "correct"),
+    (
+        "The cat's name is Olive (moved from Biscuit, July 5, 2023).",
+        ("Olive",),
+        ("Biscuit",),
+        False,
+        "correct",
+    ),
+    ("Olive (renamed July 5, 2023).", ("Olive",), ("Biscuit",), False, "correct"),
+    ("You drove a Volvo XC40 before your latest one.", ("Honda Civic",), ("Volvo XC40",), True, "stale"),
+    ("You drove a Honda Civic before your latest one.", ("Honda Civic",), ("Volvo XC40",), True, "correct"),
+    ("I was living in Boston before I moved to Minneapolis.", ("Boston",), ("Minneapolis",), True, "correct"),
+    (
+        "The budget was $3,000 (raised by $41,500, not $43,500).",
+        ("$44,500",),
+        ("$41,500", "$43,500"),
+        True,
+        "wrong",
+    ),
+    ("The budget was $3,000, raised by $41,500.", ("$44,500",), ("$41,500",), True, "wrong"),
+    (
+        "The Xfinity Mobile SIM arrived and I'm finally free of T-Mobile.",
+        ("Xfinity Mobile",),
+        ("T-Mobile",),
+        False,
+        "correct",
+    ),
+    ("I'm with Xfinity Mobile; I left T-Mobile.", ("Xfinity Mobile",), ("T-Mobile",), False, "correct"),
+    (
+        "Xfinity Mobile. I quit T-Mobile and cancelled US Mobile.",
+        ("Xfinity Mobile",),
+        ("T-Mobile", "US Mobile"),
+        False,
+        "correct",
+    ),
+    ("You switched away from Verizon; you're on Google Fi.", ("Google Fi",), ("Verizon",), False, "correct"),
+    ("You left Austin for Denver.", ("Denver",), ("Austin",), False, "correct"),
+    ("Wed", ("Friday", "Fridays"), ("Wednesday", "Wednesdays"), False, "stale"),
+    ("Fri", ("Friday", "Fridays"), ("Wednesday", "Wednesdays"), False, "correct"),
+    ("Thurs.", ("Thursday",), (), False, "correct"),
+    ("The car you drive is a Chevrolet Bolt.", ("Nissan Leaf",), ("Chevy Bolt",), False, "stale"),
+    ("A Chevy.", ("Chevrolet Bolt",), (), False, "wrong"),  # the model name must still match
+    ("A VW Golf.", ("Volkswagen Golf",), (), False, "correct"),
+    ("I sat at home.", ("Saturday",), (), False, "wrong"),  # lower-case "sat" is the verb
+    ("2023/04/17 (Mon) 21:04", ("Friday",), ("Monday",), True, "wrong"),  # an echoed time stamp
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "previous", "verdict"), LABELLED_CLASSES)
+def test_issue_10_classes(answer, gold, stale, previous, verdict) -> None:
+    assert score_answer(answer, gold, stale, asks_previous_value=previous).verdict == verdict
+
+
+GAMING_ANSWERS = [
+    "Denver and Boston",
+    "Denver; Boston",
+    "It could be Denver. It could also be Boston.",
+    "Denver, maybe Boston.",
+    "Denver. Boston.",
+    "Denver was never mentioned.",
+    "Denver is wrong.",
+    "I doubt it's Denver.",
+    "Anything but Denver.",
+    "Did you move to Denver?",
+    "Q: Did I move to Denver? A: I'm not sure.",
+    "You used to live in Denver.",
+]
+
+
+@pytest.mark.parametrize("answer", GAMING_ANSWERS)
+def test_gaming_answers_earn_nothing(answer) -> None:
+    score = score_answer(answer, ["Denver"], ["Austin"])
+    assert not score.answered_current and score.reward <= 0, score
+
+
+@pytest.mark.parametrize(
+    "answer", ["5 or more", "5 or fewer", "at most 5", "5 plus", "4 and 5", "4; 5 or so"]
+)
+def test_qualified_or_paired_numbers_earn_nothing(answer) -> None:
+    assert not score_answer(answer, ["5"], ["3"]).answered_current
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "You live in Denver, Colorado.",
+        "Denver?",
+        "You live in Denver and love it.",
+        "You live in Denver and work at Stripe.",
+        "Denver. Enjoy!",
+        "Your home city is Denver (previously Austin).",
+        "You live in Denver. Austin was your previous city.",
+        "You live in Denver, and before that Austin.",
+        "It's Denver, not Austin anymore.",
+        "Did you say Denver? Yes, you live in Denver.",
+    ],
+)
+def test_ordinary_detail_is_not_gaming(answer) -> None:
+    assert score_answer(answer, ["Denver"], ["Austin"]).verdict == "correct"
+
+
+# --------------------------------------------------------------------------- properties: ungameable
+
+SINGLE_CITIES = ["Denver", "Austin", "Boston", "Lisbon", "Kyoto", "Cairo", "Oslo", "Toronto", "Madrid"]
+RIVAL_NUMBERS = ["7", "nine", "$400,000", "31", "1,500"]
+STRONG_SEPARATORS = [" and ", " or ", "; ", "\n- ", ", maybe ", ", or possibly ", ". It could also be "]
+
+
+@st.composite
+def gold_and_rivals(draw, min_rivals: int = 1):
+    """A gold and distinct rivals of its kind (cities for names, numbers for amounts)."""
+    if draw(st.booleans()):
+        gold = draw(st.sampled_from(CITY_GOLDS))
+        pool = [city for city in SINGLE_CITIES if normalize(city) not in normalize(gold)]
+    else:
+        gold = draw(st.sampled_from(NUMBER_GOLDS))
+        pool = [number for number in RIVAL_NUMBERS if normalize(number) not in normalize(gold).split()]
+    rivals = draw(st.lists(st.sampled_from(pool), min_size=min_rivals, max_size=4, unique=True))
+    return gold, rivals
+
+
+@given(gold_and_rivals(), st.booleans(), st.data())
+def test_listing_every_candidate_never_scores(case, rivals_are_history, data) -> None:
+    gold, rivals = case
+    candidates = data.draw(st.permutations([gold, *rivals]))
+    separator = data.draw(st.sampled_from(STRONG_SEPARATORS))
+    answer = data.draw(st.sampled_from(["", "It could be ", "Maybe ", "You live in "])) + separator.join(
+        candidates
+    )
+    superseded = rivals if rivals_are_history else []
+    assert score_answer(answer, [gold], superseded).reward < 1, answer
+
+
+@given(gold_and_rivals(), st.integers(min_value=2, max_value=4), st.data())
+def test_repeating_the_gold_beside_a_rival_never_scores(case, repeats, data) -> None:
+    gold, rivals = case
+    pieces = data.draw(st.permutations([gold] * repeats + [rivals[0]]))
+    answer = data.draw(st.sampled_from(["; ", " and ", "\n", ". ", ", or "])).join(pieces)
+    assert score_answer(answer, [gold], data.draw(st.sampled_from([[], rivals]))).reward < 1, answer
+
+
+NEGATED_TEMPLATES = [
+    "Not {g}.",
+    "It's not {g}.",
+    "It isn't {g}.",
+    "{g} is wrong.",
+    "{g} is not correct.",
+    "{g} was never mentioned.",
+    "I doubt it's {g}.",
+    "I doubt that the answer is {g}.",
+    "Anything but {g}.",
+    "Definitely not {g}.",
+    "It is no longer {g}.",
+    "You used to have {g}.",
+    "It used to be {g}.",
+]
+
+
+@given(st.sampled_from(NEGATED_TEMPLATES), any_gold, st.sampled_from([[], ["Austin"], ["7"]]))
+def test_negated_gold_never_scores(template, gold, superseded) -> None:
+    answer = template.format(g=gold)
+    assert not score_answer(answer, [gold], superseded).answered_current, answer
+
+
+QUESTION_TEMPLATES = [
+    "Did you move to {g}?",
+    "Is it {g}?",
+    'You asked: "Is it {g}?"',
+    "Q: Was it {g}? A: I'm not sure.",
+    "Could it be {g}? I don't know.",
+    "Where do you live now, {g}?",
+    "What about {g}?",
+]
+
+
+@given(st.sampled_from(QUESTION_TEMPLATES), any_gold)
+def test_gold_only_inside_a_question_never_scores(template, gold) -> None:
+    answer = template.format(g=gold)
+    assert not score_answer(answer, [gold], ["Austin"]).answered_current, answer
+
+
+CORRECT_TEMPLATES = [
+    "{g}",
+    "{g}.",
+    "It's {g}.",
+    "The answer is {g}.",
+    "Based on my notes, it is {g}.",
+    "According to the conversation, it's {g}.",
+    "{g} (since May 2023).",
+    "{g}, as of June 5, 2023.",
+    "Currently {g}.",
+    "It is {g} now.",
+    "{g}, not {s}.",
+    "Not {s}: {g}.",
+    "{g}; it used to be {s}.",
+    "It went from {s} to {g}.",
+    "{g} (moved from {s}, Apr 2023).",
+    "Now {g}, previously {s}.",
+    "It used to be {s}, but now it is {g}.",
+    "{s}, then {g}.",
+    "It is {g} instead of {s}.",
+    "{g}! Congratulations.",
+    "I think it's {g}.",
+]
+
+
+@given(st.sampled_from(CORRECT_TEMPLATES), gold_and_rivals())
+def test_plain_correct_answers_in_many_phrasings_score(template, case) -> None:
+    gold, rivals = case
+    answer = template.format(g=gold, s=rivals[0])
+    assert score_answer(answer, [gold], [rivals[0]]).verdict == "correct", answer
+
+
+PREVIOUS_TEMPLATES = [
+    "{g}.",
+    "It was {g} before it changed to {s}.",
+    "Before {s}, it was {g}.",
+    "Previously {g}; now {s}.",
+    "It used to be {g}.",
+    "It was {g}, then {s}.",
+]
+
+
+@given(st.sampled_from(PREVIOUS_TEMPLATES), gold_and_rivals())
+def test_previous_value_answers_in_many_phrasings_score(template, case) -> None:
+    gold, rivals = case
+    answer = template.format(g=gold, s=rivals[0])
+    assert score_answer(answer, [gold], [rivals[0]], asks_previous_value=True).verdict == "correct", answer

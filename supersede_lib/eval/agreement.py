@@ -1,0 +1,101 @@
+"""The matcher against human labels: grade a labelled answer set, and the matcher x human confusion matrix.
+
+The labelled set (`tests/fixtures/matcher_labels/labelled_answers.jsonl`, described in the README
+beside it) holds real model answers, each with the episode's question and values and a careful
+reader's verdict. `grade_labelled_answers` scores every answer with `score_answer`; `agreement` gives
+the confusion matrix (rows: matcher verdict, columns: human label) and the share that agree, which
+the agreement test and the report both use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+import pandas as pd
+
+from supersede_lib.eval.matcher import Verdict, score_answer
+
+VERDICTS: tuple[str, ...] = get_args(Verdict)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Matcher x human confusion matrix (with `total` row and column) and how many verdicts agree."""
+
+    matrix: pd.DataFrame
+    agreed: float
+    total: float
+
+    @property
+    def share(self) -> float:
+        """Agreed / total (nan for an empty set)."""
+        return self.agreed / self.total if self.total else float("nan")
+
+
+def read_labelled_answers(path: str | Path) -> list[dict[str, Any]]:
+    """The labelled answers, one dict per JSON line."""
+    with Path(path).open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per labelled answer: its id, human `label`, the matcher's `verdict` and `reason`."""
+    graded = []
+    for row in rows:
+        score = score_answer(
+            row["answer"],
+            row["gold_answers"],
+            row["superseded_values"],
+            is_abstention=row["is_abstention"],
+            asks_previous_value=row["asks_previous_value"],
+        )
+        graded.append(
+            {
+                "id": row["id"],
+                "question": row["question"],
+                "answer": row["answer"],
+                "label": row["label"],
+                "verdict": score.verdict,
+                "reason": score.reason,
+                "n_copies": row.get("n_copies", 1),
+            }
+        )
+    return pd.DataFrame(
+        graded, columns=["id", "question", "answer", "label", "verdict", "reason", "n_copies"]
+    )
+
+
+def agreement(
+    frame: pd.DataFrame,
+    matcher_column: str = "verdict",
+    human_column: str = "label",
+    weight_column: str | None = None,
+) -> Agreement:
+    """Confusion matrix of matcher verdicts (rows) against human labels (columns), every verdict shown.
+
+    With `weight_column` (e.g. "n_copies") each row counts that many times.
+    """
+    for column in (matcher_column, human_column, weight_column):
+        if column is not None and column not in frame.columns:
+            raise KeyError(f"agreement needs a {column!r} column; got {list(frame.columns)}")
+    weights = frame[weight_column] if weight_column else pd.Series(1, index=frame.index)
+    matrix = (
+        pd.crosstab(frame[matcher_column], frame[human_column], values=weights, aggfunc="sum")
+        .reindex(index=list(VERDICTS), columns=list(VERDICTS))
+        .fillna(0)
+        .astype(weights.dtype)
+    )
+    matrix.index.name, matrix.columns.name = "matcher \\ human", None
+    matrix["total"] = matrix.sum(axis=1)
+    matrix.loc["total"] = matrix.sum(axis=0)
+    agreed = sum(matrix.loc[verdict, verdict] for verdict in VERDICTS)
+    return Agreement(matrix=matrix, agreed=float(agreed), total=float(matrix.loc["total", "total"]))
+
+
+def disagreements(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose matcher verdict differs from the human label."""
+    return frame[frame["verdict"] != frame["label"]]

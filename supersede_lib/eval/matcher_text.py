@@ -1,0 +1,363 @@
+"""Text analysis for the answer matcher: one canonical spelling per value, and where clauses end.
+
+`normalize(text)` gives the canonical spelling the matcher compares: Unicode NFKC, casefold, accents
+dropped, apostrophes dropped (``"Rachel's"`` -> ``rachel``), other punctuation -> spaces, articles
+a/an/the dropped, thousands separators dropped (``350,000`` -> ``350000``), ``350k`` -> ``350000``,
+number words -> digits (``twenty-five`` -> ``25``, ``three hundred fifty thousand`` -> ``350000``,
+``1.5 million`` -> ``1500000``), ordinal words -> ``1st``/``2nd``/``21st``, trailing decimal zeros
+dropped, ``%`` -> ``percent``. Currency symbols ($ EUR GBP JPY INR KRW) and currency words (dollar(s),
+usd, buck(s), euro(s), eur) are dropped: the question fixes the currency, the amount is the value, so
+``$350,000`` == ``350000 dollars`` == ``350K`` == ``350 thousand``. Short forms become the long form:
+weekday and month abbreviations (``Wed`` -> ``wednesday``, ``Sept`` -> ``september``; the ones that are
+also ordinary words, Mon Wed Sat Sun Jan Mar, only when capitalised) and common brand short forms
+(``Chevy`` -> ``chevrolet``, ``VW`` -> ``volkswagen``). Idempotent.
+
+`analyse(text)` keeps what the matcher needs besides the words: the punctuation between tokens (so
+list items and clauses can be told apart), which tokens were capitalised, and which sit in a question.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+CLAUSE, LIST, SENTENCE = 1, 2, 3
+"""Break levels between two tokens (0: none): comma-like, list-like (; / newline bullet), sentence end."""
+
+ARTICLES = frozenset({"a", "an", "the"})
+_CURRENCY_WORDS = frozenset({"dollar", "dollars", "usd", "buck", "bucks", "euro", "euros", "eur"})
+_UNITS = {
+    word: value
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
+_TENS = {
+    word: 10 * (index + 2)
+    for index, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
+}
+_ORDINALS = {
+    word: value
+    for value, word in enumerate(
+        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+        "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth".split()
+    )
+} | {
+    word: 10 * (index + 2)
+    for index, word in enumerate(
+        "twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth".split()
+    )
+}
+_LARGE_SCALES = {"thousand": 1000, "million": 10**6, "billion": 10**9}
+_MAX_NUMBER_DIGITS = 15  # longer digit runs are ids, not amounts: never scaled
+
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+_SHORT_FORMS = {
+    "mon": "monday",
+    "tue": "tuesday",
+    "tues": "tuesday",
+    "wed": "wednesday",
+    "thu": "thursday",
+    "thur": "thursday",
+    "thurs": "thursday",
+    "fri": "friday",
+    "sat": "saturday",
+    "sun": "sunday",
+    "jan": "january",
+    "feb": "february",
+    "mar": "march",
+    "apr": "april",
+    "jun": "june",
+    "jul": "july",
+    "aug": "august",
+    "sep": "september",
+    "sept": "september",
+    "oct": "october",
+    "nov": "november",
+    "dec": "december",
+    "chevy": "chevrolet",
+    "vw": "volkswagen",
+}
+_SHORT_FORMS_NEEDING_CAPITAL = frozenset({"mon", "wed", "sat", "sun", "jan", "mar"})  # also plain words
+
+STOPWORDS = frozenset(
+    """
+    i me my mine myself you your yours yourself we our ours us he him his she her hers it its they
+    them their theirs this that these those is am are was were be been being have has had having do
+    does did doing will would shall should can could may might must to of in on at for with by from
+    about as into onto over under up down out off than then so and or but if because while also just
+    very too still now currently current there here what which who whom whose when where why how all
+    any some such only own same other each both few more most im ive youve youre youd id theyre
+    thats whats theres lets maybe perhaps possibly probably likely either think guess believe seems
+    seem sorry please unfortunately well yes okay ok according based notes note answer
+    """.split()
+)
+
+_INTERROGATIVES = frozenset(
+    "did do does is are was were am have has had can could would will should shall may might must "
+    "what where which who whom whose when why how isnt arent wasnt werent dont doesnt didnt".split()
+)
+
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2032": "'"})
+_THOUSANDS_SEPARATOR = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
+_CURRENCY_SYMBOLS = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9\u20a9]")
+_POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
+_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?[^\W\d_]*|[^\W_]+")
+_SENTENCE_BREAK = re.compile(r"[.!?]")
+_LIST_BREAK = re.compile(r"[;/|\n\u2022]")
+_CLAUSE_BREAK = re.compile(r"[,:()\[\]{}\u2013\u2014\u2026]|\s-\s")
+_PLAIN_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class AnalysedText:
+    """Normalized tokens with, per token: `breaks[i]` the punctuation between token i-1 and i (0,
+    CLAUSE, LIST, SENTENCE), `capitals[i]` whether it was written capitalised, `questions[i]` whether
+    its sentence is a question, `exclaims[i]` whether its sentence ends in an exclamation mark."""
+
+    words: tuple[str, ...]
+    breaks: tuple[int, ...]
+    capitals: tuple[bool, ...]
+    questions: tuple[bool, ...]
+    exclaims: tuple[bool, ...]
+
+
+def normalize(text: str) -> str:
+    """The canonical spelling of `text`: lower-case tokens joined by single spaces (module doc)."""
+    return " ".join(analyse(text).words)
+
+
+def analyse(text: str) -> AnalysedText:
+    """Tokens of `text` in canonical spelling, with the breaks, capitals and question marks between."""
+    prepared = _prepare(text)
+    words: list[str] = []
+    breaks: list[int] = []
+    capitals: list[bool] = []
+    questions: list[bool] = []
+    exclaims: list[bool] = []
+    pending_break = 0
+    previous_end = 0
+    sentence_start = 0
+    for match in _TOKEN.finditer(prepared):
+        gap = prepared[previous_end : match.start()]
+        if _SENTENCE_BREAK.search(gap):
+            _mark_sentence(words, breaks, (questions, exclaims), sentence_start, gap)
+            sentence_start = len(words)
+        pending_break = max(pending_break, _break_level(gap))
+        previous_end = match.end()
+        raw = match.group()
+        word = _canonical_token(raw.casefold(), capitalised=raw[:1].isupper())
+        if word in ARTICLES or word in _CURRENCY_WORDS:
+            continue  # dropped; a break before it still separates what follows
+        words.append(word)
+        breaks.append(pending_break)
+        capitals.append(raw[:1].isupper())
+        questions.append(False)
+        exclaims.append(False)
+        pending_break = 0
+    _mark_sentence(words, breaks, (questions, exclaims), sentence_start, prepared[previous_end:])
+    return _merge_number_words(words, breaks, capitals, questions, exclaims)
+
+
+def _mark_sentence(
+    words: list[str], breaks: list[int], flags: tuple[list[bool], list[bool]], sentence_start: int, gap: str
+) -> None:
+    """Flag the sentence from `sentence_start` by its end mark (`flags`: questions, exclaims).
+
+    A question ends in "?"; it runs from the last clause that opens like one ("Did you ...?", "You
+    asked: 'Is it ...?'", "Denver, is that right?" flags "is that right" only). "Denver?", "It's 4?!"
+    and "You live in Denver, right?" are tentative answers, not questions.
+    """
+    questions, exclaims = flags
+    size = len(words) - sentence_start
+    if "!" in gap:
+        exclaims[sentence_start:] = [True] * size
+    if "?" not in gap:
+        return
+    for position in range(len(words) - 1, sentence_start - 1, -1):
+        opens_clause = position == sentence_start or breaks[position] or len(words[position - 1]) == 1
+        if opens_clause and words[position] in _INTERROGATIVES:
+            questions[position:] = [True] * (len(words) - position)
+            return
+
+
+def _break_level(gap: str) -> int:
+    if _SENTENCE_BREAK.search(gap):
+        return SENTENCE
+    if _LIST_BREAK.search(gap):
+        return LIST
+    return CLAUSE if _CLAUSE_BREAK.search(gap) else 0
+
+
+def _prepare(text: str) -> str:
+    """Accents, quotes, separators and currency symbols resolved; case is kept (tokens casefold later)."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string to normalize, got {type(text).__name__}: {text!r}")
+    composed = unicodedata.normalize("NFKC", text)
+    stripped = "".join(ch for ch in unicodedata.normalize("NFKD", composed) if not unicodedata.combining(ch))
+    prepared = unicodedata.normalize("NFKC", stripped).translate(_QUOTES)
+    prepared = _THOUSANDS_SEPARATOR.sub("", prepared)
+    prepared = _CURRENCY_SYMBOLS.sub(" ", prepared.replace("%", " percent "))
+    return _POSSESSIVE.sub("", prepared).replace("'", "")
+
+
+def _canonical_token(word: str, *, capitalised: bool) -> str:
+    """Plain numbers lose leading and trailing zeros; ``350k`` becomes ``350000``; short forms expand."""
+    if _PLAIN_NUMBER.fullmatch(word):
+        return _canonical_number(word)
+    if word.endswith("k") and _PLAIN_NUMBER.fullmatch(word[:-1]) and len(word) <= _MAX_NUMBER_DIGITS:
+        return _format_decimal(Decimal(word[:-1]) * 1000)
+    if word in _SHORT_FORMS and (capitalised or word not in _SHORT_FORMS_NEEDING_CAPITAL):
+        return _SHORT_FORMS[word]
+    return word
+
+
+def _canonical_number(digits: str) -> str:
+    whole, _, fraction = digits.partition(".")
+    whole = whole.lstrip("0") or "0"
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+def _format_decimal(value: Decimal) -> str:
+    return _canonical_number(format(value, "f"))
+
+
+def _ordinal_suffix(value: int) -> str:
+    if value % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(value % 10, "th")
+
+
+def _merge_number_words(
+    words: list[str], breaks: list[int], capitals: list[bool], questions: list[bool], exclaims: list[bool]
+) -> AnalysedText:
+    """Spelled-out numbers become one digit token; it keeps the flags of its first word."""
+    kept: list[int] = []
+    merged_words: list[str] = []
+    index = 0
+    while index < len(words):
+        consumed, number = _read_number(words, breaks, index)
+        kept.append(index)
+        merged_words.append(number if consumed else words[index])
+        index += consumed or 1
+    return AnalysedText(
+        tuple(merged_words),
+        tuple(breaks[i] for i in kept),
+        tuple(capitals[i] for i in kept),
+        tuple(questions[i] for i in kept),
+        tuple(exclaims[i] for i in kept),
+    )
+
+
+def _small_part_accepts(current: Decimal | None, value: int) -> bool:
+    """Whether a units/teens/tens word may extend the number read so far ("twenty" + "five")."""
+    if current is None:
+        return True
+    if value == 0 or current == 0:
+        return False
+    small = int(current) % 100 if current == current.to_integral_value() else -1
+    if value < 10:
+        return small == 0 or (small >= 20 and small % 10 == 0)
+    return small == 0
+
+
+def _read_number(words: list[str], breaks: list[int], start: int) -> tuple[int, str]:
+    """Read one spelled-out number at `start`; return (tokens consumed, digits) or (0, "")."""
+    total = Decimal(0)
+    current: Decimal | None = None
+    last_scale = math.inf
+    index = start
+    read_a_word = False
+    first = words[start]
+    if (
+        _PLAIN_NUMBER.fullmatch(first)
+        and len(first) <= _MAX_NUMBER_DIGITS
+        and start + 1 < len(words)
+        and not breaks[start + 1]
+        and (words[start + 1] in _LARGE_SCALES or words[start + 1] == "hundred")
+    ):
+        current = Decimal(first)
+        index += 1
+    while index < len(words):
+        word = words[index]
+        if index > start and breaks[index]:
+            break
+        if word in _UNITS or word in _TENS:
+            value = _UNITS.get(word, _TENS.get(word, 0))
+            if not _small_part_accepts(current, value):
+                break
+            current = Decimal(value) + (current or 0)
+        elif word in _ORDINALS:
+            value = _ORDINALS[word]
+            if not _small_part_accepts(current, value):
+                break
+            number = int(total + (current or 0) + value)
+            return index + 1 - start, f"{number}{_ordinal_suffix(number)}"
+        elif word == "hundred":
+            if current is None:
+                current = Decimal(100)
+            elif 0 < current < 100 or (index == start + 1 and current > 0):
+                current *= 100
+            else:
+                break
+        elif word in _LARGE_SCALES:
+            scale = _LARGE_SCALES[word]
+            if scale >= last_scale:
+                break
+            total += (current if current is not None else Decimal(1)) * scale
+            current, last_scale = None, scale
+        elif word == "and" and read_a_word and words[index - 1] in {"hundred", *_LARGE_SCALES}:
+            following = words[index + 1] if index + 1 < len(words) else ""
+            if following not in _UNITS and following not in _TENS and following not in _ORDINALS:
+                break
+            if following == "zero" or (index + 1 < len(words) and breaks[index + 1]):
+                break
+        else:
+            break
+        read_a_word = True
+        index += 1
+        if word == "zero":
+            break
+    if not read_a_word:
+        return 0, ""
+    return index - start, _format_decimal(total + (current or 0))
+
+
+def stem(word: str) -> str:
+    """A crude plural strip so "suburb" and "suburbs" count as one token ("1990s" keeps its s)."""
+    if not word.isalpha():
+        return word
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "xes", "ses", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_stems(words: Iterable[str]) -> list[str]:
+    """Stems of the words that are not stopwords."""
+    return [stem(word) for word in words if word not in STOPWORDS]
+
+
+def is_number(word: str) -> bool:
+    """Whether a (canonical) token is a plain number."""
+    return bool(_PLAIN_NUMBER.fullmatch(word))
+
+
+def occurrences(words: Sequence[str], value: Sequence[str]) -> list[int]:
+    """Start positions where `value` occurs as a contiguous run of whole tokens (plurals aside)."""
+    stems = [stem(word) for word in words]
+    wanted = [stem(word) for word in value]
+    size = len(wanted)
+    return [start for start in range(len(stems) - size + 1) if stems[start : start + size] == wanted]
