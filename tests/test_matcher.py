@@ -750,3 +750,26 @@ def test_previous_value_answers_in_many_phrasings_score(template, case) -> None:
     gold, rivals = case
     answer = template.format(g=gold, s=rivals[0])
     assert score_answer(answer, [gold], [rivals[0]], asks_previous_value=True).verdict == "correct", answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Denver (since 2024/03/02).",
+        "You moved to Denver on 2024-03-02.",
+        "Denver (2023/04/17 (Mon) 21:04)",
+        "As of 2023/04/17 (Mon) 21:04 you live in Denver.",
+    ],
+)
+def test_numeric_dates_and_time_stamps_beside_the_answer_are_not_rival_candidates(answer) -> None:
+    assert score_answer(answer, ["Denver"], ["Austin"]).verdict == "correct"
+
+
+def test_a_weekday_inside_a_numeric_time_stamp_is_not_a_day_answer() -> None:
+    score = score_answer("The class is on Wed (2023/04/17 (Mon) 21:04).", ["Wednesday"], ["Monday"])
+    assert score.verdict == "correct"
+
+
+def test_a_numeric_date_still_matches_a_date_gold_written_in_words() -> None:
+    assert score_answer("It was on 2023/05/30.", ["May 30, 2023"], ["2023/04/01"]).verdict == "correct"
+    assert score_answer("It was on 2023/04/01.", ["May 30, 2023"], ["2023/04/01"]).verdict == "stale"

@@ -296,13 +296,13 @@ def _is_context(text: AnalysedText, start: int, end: int, framing: Framing) -> b
 
 
 def _is_timestamp_weekday(text: AnalysedText, start: int, end: int) -> bool:
-    """A weekday right after a numeric date ("2023/04/17 (Mon) 21:04"): part of a time stamp, not a day
-    given as the answer."""
+    """A weekday right after a date ("2023/04/17 (Mon) 21:04", read as "2023 April 17 (Mon)"): part of a
+    time stamp, not a day given as the answer."""
     before = text.words[max(0, start - 3) : start]
     return (
         all(word in WEEKDAYS for word in text.words[start:end])
         and len(before) == 3
-        and all(word.isdigit() for word in before)
+        and all(word.isdigit() or word in MONTHS for word in before)
         and any(_is_calendar_number(word, ()) for word in before)
     )
 

@@ -108,6 +108,24 @@ _INTERROGATIVES = frozenset(
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2032": "'"})
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
+_NUMERIC_DATE = re.compile(
+    r"\b((?:19|20)[0-9]{2})[/-](0?[1-9]|1[0-2])[/-](0?[1-9]|[12][0-9]|3[01])\b"
+    r"(\s*\([A-Za-z]{3}\))?(?:\s*[0-2]?[0-9]:[0-5][0-9]\b)?"  # a stamp's weekday and clock time
+)
+_MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _CURRENCY_SYMBOLS = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9\u20a9]")
 _POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
 _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?[^\W\d_]*|[^\W_]+")
@@ -205,6 +223,10 @@ def _prepare(text: str) -> str:
     stripped = "".join(ch for ch in unicodedata.normalize("NFKD", composed) if not unicodedata.combining(ch))
     prepared = unicodedata.normalize("NFKC", stripped).translate(_QUOTES)
     prepared = _THOUSANDS_SEPARATOR.sub("", prepared)
+    # "2023/05/30" reads as "2023 May 30": a date in words, which the hedge rules know is not a value
+    prepared = _NUMERIC_DATE.sub(
+        lambda m: f"{m[1]} {_MONTH_NAMES[int(m[2]) - 1]} {int(m[3])}{m[4] or ''}", prepared
+    )
     prepared = _CURRENCY_SYMBOLS.sub(" ", prepared.replace("%", " percent "))
     return _POSSESSIVE.sub("", prepared).replace("'", "")
 
