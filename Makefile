@@ -56,7 +56,7 @@ gpu-resolve:  ## check that requirements-gpu.txt resolves (cp311, cp312; TORCH_S
 	    echo "   resolves (full list in $$log)"; \
 	  elif grep -q 'ResolutionImpossible' $$log; then \
 	    status=1; echo "   CONFLICT: the requirements cannot be installed together:"; \
-	    grep -E 'requires|conflict|depends on' $$log | sort -u | sed 's/^/     /'; \
+	    sed -n '/The conflict is caused by/,/^$$/p' $$log | sed 's/^/     /'; \
 	  elif grep -qE 'No matching distribution found|Could not find a version' $$log; then \
 	    status=1; echo "   NOT A CONFLICT: the package index lacks a file it needs (a mirror gap, not a pin problem):"; \
 	    grep -E 'No matching distribution found|Could not find a version' $$log | sort -u | sed 's/^/     /'; \
