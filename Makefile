@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= local
 PYTEST_ARGS ?=
 
-.PHONY: setup test lint bench reproduce report clean-outputs
+.PHONY: setup test lint bench reproduce report clean-outputs gpu-resolve
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,3 +33,35 @@ reproduce: setup  ## execute notebooks 01-07 with papermill for PROFILE
 
 report: setup  ## write outputs/$(PROFILE)/REPORT.md from the results on disk
 	$(PY) -m supersede_lib.report --profile $(PROFILE)
+
+# gpu-resolve: pip's resolver on requirements-gpu.txt for cp311 and cp312 manylinux x86_64, as on
+# Colab/Kaggle (downloads large wheels: not part of `make test`). TORCH_SPEC stands in for the torch
+# the platform ships (requirements-gpu.txt keeps it, so it is a constraint, not a requirement).
+# pip does not expand manylinux tags for a foreign --platform, hence the explicit list.
+TORCH_SPEC ?= torch==2.13.0
+GPU_PYTHONS ?= 3.11 3.12
+GPU_PLATFORMS := $(foreach n,$(shell seq 35 -1 17),--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64
+GPU_RESOLVE_DIR ?= $(or $(TMPDIR),/tmp)/supersede-gpu-resolve
+
+gpu-resolve:  ## check that requirements-gpu.txt resolves (cp311, cp312; TORCH_SPEC=torch==X to change the stand-in)
+	@mkdir -p $(GPU_RESOLVE_DIR) && echo '$(TORCH_SPEC)' > $(GPU_RESOLVE_DIR)/platform-torch.txt
+	@status=0; for version in $(GPU_PYTHONS); do \
+	  log=$(GPU_RESOLVE_DIR)/cp$$(echo $$version | tr -d .).log; \
+	  echo "== Python $$version, platform torch stand-in: $(TORCH_SPEC)"; \
+	  if $(PYTHON) -m pip install --dry-run --ignore-installed --only-binary=:all: \
+	      --python-version $$version --implementation cp $(GPU_PLATFORMS) \
+	      --target $(GPU_RESOLVE_DIR)/target -r requirements-gpu.txt \
+	      -c $(GPU_RESOLVE_DIR)/platform-torch.txt > $$log 2>&1; then \
+	    grep '^Would install' $$log | tr ' ' '\n' | grep -E '^(torch|torchvision|xformers|bitsandbytes|triton|unsloth|unsloth_zoo|trl|transformers|numpy)-[0-9]' | tr '\n' ' '; echo; \
+	    echo "   resolves (full list in $$log)"; \
+	  elif grep -q 'ResolutionImpossible' $$log; then \
+	    status=1; echo "   CONFLICT: the requirements cannot be installed together:"; \
+	    sed -n '/The conflict is caused by/,/^$$/p' $$log | sed 's/^/     /'; \
+	  elif grep -qE 'No matching distribution found|Could not find a version' $$log; then \
+	    status=1; echo "   NOT A CONFLICT: the package index lacks a file it needs (a mirror gap, not a pin problem):"; \
+	    grep -E 'No matching distribution found|Could not find a version' $$log | sort -u | sed 's/^/     /'; \
+	  else \
+	    status=1; echo "   pip failed for another reason:"; tail -n 5 $$log | sed 's/^/     /'; \
+	  fi; \
+	done; exit $$status
+

@@ -123,6 +123,7 @@ def test_config_errors_name_the_field() -> None:
     with pytest.raises(ValueError, match="preset"):
         TrainingConfig.preset("huge")
     paper = TrainingConfig.preset("paper")
+    assert paper.requires_cuda and paper.kl_log_every == 10
     assert (paper.lora_r, paper.lora_alpha, paper.learning_rate) == (32, 64, 1e-5)
     assert (paper.trajectories_per_step, paper.num_generations) == (32, 8)
 
@@ -496,16 +497,23 @@ def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
         sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FakeFastLanguageModel)
     )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     config = TrainingConfig.preset("paper", output_dir="unused")
     model, tokenizer, peft_config = training_run.load_policy(config, seed=3)
 
     assert peft_config is None and tokenizer.padding_side == "left"
     loaded = calls["from_pretrained"]
     assert loaded["model_name"] == config.model_name_or_path and loaded["load_in_4bit"] is True
+    assert loaded["dtype"] == torch.bfloat16
+    assert "fast_inference" not in loaded  # no idle vLLM engine holding GPU memory
     lora = calls["get_peft_model"]
     assert (lora["r"], lora["lora_alpha"], lora["random_state"]) == (32, 64, 3)
     assert lora["use_gradient_checkpointing"] == "unsloth"
     assert lora["target_modules"] == list(config.lora_target_modules)
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", _t4_is_bf16_supported)
+    training_run.load_policy(config, seed=3)
+    assert calls["from_pretrained"]["dtype"] == torch.float16  # a T4 has no bf16 units: Unsloth loads fp16
 
 
 def test_asking_for_unsloth_without_cuda_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -513,4 +521,139 @@ def test_asking_for_unsloth_without_cuda_says_so(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
-        training_run.load_policy(TrainingConfig.preset("paper", output_dir="unused", use_unsloth=True))
+        training_run.load_policy(
+            TrainingConfig.preset("paper", output_dir="unused", use_unsloth=True, requires_cuda=False)
+        )
+
+
+@pytest.mark.parametrize("preset", ["paper", "colab"])
+def test_gpu_presets_refuse_to_train_on_a_cpu(
+    preset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = TrainingConfig.preset(preset, output_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU.*offline"):
+        train(config, seed=0)
+    assert not list_checkpoints(tmp_path / "seed-0")
+
+
+def _t4_is_bf16_supported(including_emulation: bool = True) -> bool:
+    """torch on a T4: bf16 'supported' by emulation only."""
+    return including_emulation
+
+
+def test_mixed_precision_is_bf16_with_bf16_units_and_fp16_on_a_t4(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert training_run.mixed_precision() == "no"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    assert training_run.mixed_precision() == "bf16"  # A100, L4, H100
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", _t4_is_bf16_supported)
+    assert training_run.mixed_precision() == "fp16"  # T4, V100: fp16 autocast with a grad scaler
+
+
+def test_a_t4_picks_the_colab_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    from supersede_lib.studies import profiles
+    from supersede_lib.studies import training as training_study
+    from supersede_lib.train import config as training_config
+
+    assert training_config.preset_for_device("Tesla T4", default="local") == "colab"
+    assert training_config.preset_for_device("NVIDIA A100-SXM4-40GB", default="local") == "local"
+    assert training_config.preset_for_device(None, default="local") == "local"
+    monkeypatch.setattr(training_config.shutil, "which", lambda name: None)
+    assert training_config.cuda_device_name() is None
+    colab, paper = TrainingConfig.preset("colab"), TrainingConfig.preset("paper")
+    assert colab.num_generations == paper.num_generations == 8 and colab.requires_cuda
+    assert (colab.lora_r, colab.lora_alpha, colab.learning_rate) == (32, 64, 1e-5)
+    assert colab.kl_log_every == paper.kl_log_every == 10
+    profile = profiles.load_profile("colab")  # the profile notebook 06 runs on a T4
+    assert training_study.training_block(profile)["preset"] == "colab"
+    assert training_study.training_config_for(profile, "fixed").model_name_or_path == colab.model_name_or_path
+
+
+def test_fast_inference_is_rejected_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="vLLM engine.*leave fast_inference=False"):
+        TrainingConfig.preset("paper", fast_inference=True)
+
+
+def _quantized_policy(config: TrainingConfig, seed: int = 0):
+    """Stands in for Unsloth's loader: an already LoRA-patched model that says it is loaded in 4 bit."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from supersede_lib.models.hf import prepare_chat_tokenizer
+
+    base = AutoModelForCausalLM.from_pretrained(config.model_name_or_path)
+    base.is_loaded_in_4bit = True  # what TRL reads to decide the model is quantized
+    model = get_peft_model(
+        base,
+        LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules=["q_proj", "v_proj"]),
+    )
+    tokenizer = AutoTokenizer.from_pretrained(config.model_name_or_path)
+    prepare_chat_tokenizer(tokenizer, model)
+    return model, tokenizer, None
+
+
+def test_adapters_and_optimizer_state_of_a_quantized_model_stay_fp32(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(training_run, "load_policy", _quantized_policy)
+    config = _config(tiny_model_path, tmp_path, max_steps=1)
+    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
+    trainable = [p for p in trainer.model.parameters() if p.requires_grad]
+    assert trainable and all(p.dtype == torch.float32 for p in trainable)  # TRL had cast them to bf16
+    trainer.train()
+    states = [trainer.optimizer.state[p] for p in trainable if p in trainer.optimizer.state]
+    assert states and all(
+        value.dtype == torch.float32
+        for state in states
+        for value in state.values()
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dim() > 0
+    )
+
+
+def test_the_gradient_checkpointing_toggle_is_looked_up_when_called(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsloth swaps trl.models.utils.disable_gradient_checkpointing for a no-op after we are imported."""
+    import contextlib
+
+    import trl.models.utils
+
+    calls: list[object] = []
+
+    @contextlib.contextmanager
+    def unsloth_noop(model, gradient_checkpointing_kwargs=None):
+        calls.append(model)
+        yield
+
+    config = _config(tiny_model_path, tmp_path, max_steps=1, kl_log_every=1)
+    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
+    monkeypatch.setattr(trl.models.utils, "disable_gradient_checkpointing", unsloth_noop)
+    trainer.train()
+    assert calls and all(model is trainer.model for model in calls)
+
+
+def test_a_finished_run_releases_its_model(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several runs share one process (seeds x curricula): nothing may keep the last one's model alive."""
+    import weakref
+
+    loaded: list[weakref.ref] = []
+    load_policy = training_run.load_policy
+
+    def remembered(config: TrainingConfig, seed: int = 0):
+        model, tokenizer, peft_config = load_policy(config, seed)
+        loaded.append(weakref.ref(model))
+        return model, tokenizer, peft_config
+
+    monkeypatch.setattr(training_run, "load_policy", remembered)
+    train(_config(tiny_model_path, tmp_path, max_steps=1), seed=0, scorer=_varied_scorer)
+    assert len(loaded) == 1 and loaded[0]() is None

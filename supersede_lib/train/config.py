@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
-PRESETS = ("smoke", "offline", "paper")
+PRESETS = ("smoke", "offline", "colab", "paper")
 CURRICULUM_MODES = ("fixed", "adaptive")
 LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 METRICS_FILE = "metrics.jsonl"
@@ -26,7 +28,7 @@ STATE_FILE = "supersede_state.json"  # curriculum + stop counter, saved inside e
 TRAINING_SEED_BASE = 500  # synthetic.episode_seed(500 + run seed, step * slots + slot)
 # Fields that change how a run is displayed or stored, never what it learns: free to differ on resume.
 CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
-    {"output_dir", "disable_tqdm", "log_rollouts", "max_steps", "save_steps"}
+    {"output_dir", "disable_tqdm", "log_rollouts", "max_steps", "save_steps", "requires_cuda"}
 )
 
 
@@ -79,14 +81,20 @@ class TrainingConfig:
     disable_tqdm: bool = True
     # Backend
     use_unsloth: bool | None = None  # None: exactly when CUDA is available
+    requires_cuda: bool = False  # GPU-sized presets refuse to start on a CPU instead of running for days
     load_in_4bit: bool = True
-    fast_inference: bool = False
+    fast_inference: bool = False  # Unsloth's vLLM engine: rejected, our rollouts never use it (see below)
     max_seq_length: int = 2048
-    gpu_memory_utilization: float = 0.6
     gradient_checkpointing: bool | None = None  # None: on for CUDA (Unsloth's own), off on CPU
     cpu_threads: int | None = None  # torch.set_num_threads on CPU runs; 1 avoids thread thrash on busy cores
 
     def __post_init__(self) -> None:
+        if self.fast_inference:
+            raise ValueError(
+                "TrainingConfig.fast_inference=True would start Unsloth's vLLM engine, which reserves a "
+                "fixed share of GPU memory (60% by default) while our per-turn rollouts generate with the "
+                "policy itself and never call it; leave fast_inference=False"
+            )
         if self.curriculum not in CURRICULUM_MODES:
             raise ValueError(
                 f"TrainingConfig.curriculum must be one of {CURRICULUM_MODES}, got {self.curriculum!r}"
@@ -111,7 +119,7 @@ class TrainingConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> TrainingConfig:
-        """`smoke` (tiny random model, seconds), `offline` (CPU mini-replication), `paper` (GPU)."""
+        """`smoke` (tiny, seconds), `offline` (CPU), `colab` (one free T4 session), `paper` (the paper's run)."""
         if name not in PRESETS:
             raise ValueError(f"unknown training preset {name!r}; expected one of {PRESETS}")
         base = dict(_PRESETS[name])
@@ -162,6 +170,22 @@ _PRESETS: dict[str, dict[str, Any]] = {
         save_steps=4,
         cpu_threads=1,
     ),
+    # One free Colab T4 session (<= 3 h with transfer; docs/training.md shows the estimate): the paper's
+    # recipe (LoRA 32/64, lr 1e-5, groups of 8) on a 1.5B model, 16 trajectories per step, easy episodes.
+    "colab": dict(
+        model_name_or_path="Qwen/Qwen2.5-1.5B-Instruct",
+        output_dir="outputs/colab/training",
+        episodes_per_step=2,
+        num_generations=8,
+        gradient_accumulation_steps=8,
+        max_steps=100,
+        max_completion_length=128,
+        kl_log_every=10,
+        difficulty="easy",
+        save_steps=50,
+        zero_advantage_patience=10,
+        requires_cuda=True,
+    ),
     # The paper's run: Qwen2.5-3B-Instruct, LoRA 32/64, lr 1e-5, 32 trajectories = 4 x 8 per step.
     "paper": dict(
         model_name_or_path="Qwen/Qwen2.5-3B-Instruct",
@@ -171,8 +195,37 @@ _PRESETS: dict[str, dict[str, Any]] = {
         gradient_accumulation_steps=16,
         max_steps=250,
         max_completion_length=192,
+        kl_log_every=10,  # the KL is logged only (beta 0); every step would add two passes (~30% of a step)
         difficulty="medium",
         save_steps=50,
         zero_advantage_patience=10,
+        requires_cuda=True,
     ),
 }
+
+
+def cuda_device_name() -> str | None:
+    """The first CUDA GPU's name from `nvidia-smi` (no torch import: safe before installing), or None."""
+    nvidia_smi = shutil.which("nvidia-smi")
+    if nvidia_smi is None:
+        return None
+    try:
+        listing = subprocess.run(
+            [nvidia_smi, "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = [line.strip() for line in listing.splitlines() if line.strip()]
+    return names[0] if names else None
+
+
+def preset_for_device(device_name: str | None, default: str) -> str:
+    """`colab` on a T4 (the GPU the preset and the `colab` profile are sized for), else `default`.
+
+    `device_name` is a CUDA device name, None without a GPU; notebook 06 passes `cuda_device_name()`.
+    """
+    return "colab" if device_name and "T4" in device_name else default

@@ -48,7 +48,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
-from trl.models.utils import disable_gradient_checkpointing
+from trl.models import utils as trl_model_utils
 from trl.trainer.utils import nanstd, pad, use_adapter
 
 from supersede_lib.episode import Episode
@@ -129,6 +129,22 @@ def expand_to_turn_samples(trajectories: Sequence[TrajectoryRecord]) -> list[Tur
         for index, trajectory in enumerate(trajectories)
         for turn_index, turn in enumerate(trajectory.turns)
     ]
+
+
+def keep_trainable_parameters_fp32(model: torch.nn.Module) -> int:
+    """Cast every trainable half-precision parameter back to fp32; returns how many were cast.
+
+    TRL casts the trainable (LoRA) parameters of a 4/8-bit model to bf16 (`GRPOTrainer.__init__`,
+    `_is_quantized_model`). At lr 1e-5 most bf16 updates round away, the optimizer state would be
+    bf16 too, and fp16 loss scaling refuses half-precision gradients; Unsloth's own trainers drop
+    that cast for the same reasons. Frozen (base) weights keep their dtype.
+    """
+    cast = 0
+    for parameter in model.parameters():
+        if parameter.requires_grad and parameter.dtype in (torch.bfloat16, torch.float16):
+            parameter.data = parameter.data.float()
+            cast += 1
+    return cast
 
 
 # --------------------------------------------------------------------------- stopping and logging
@@ -252,6 +268,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        keep_trainable_parameters_fp32(self.model)  # before train() builds the optimizer over them
         self.episode_source = episode_source
         self.scorer = scorer
         self.curriculum = curriculum
@@ -443,7 +460,10 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             model = self.accelerator.unwrap_model(self.model)
             with (
                 torch.no_grad(),
-                disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+                # looked up per call: Unsloth replaces TRL's toggle with a no-op that keeps its own checkpointing
+                trl_model_utils.disable_gradient_checkpointing(
+                    self.model, self.args.gradient_checkpointing_kwargs
+                ),
             ):
                 if adapter_off and hasattr(model, "peft_config"):
                     with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):

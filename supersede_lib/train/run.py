@@ -75,31 +75,53 @@ def uses_unsloth(config: TrainingConfig) -> bool:
     return torch.cuda.is_available() if config.use_unsloth is None else config.use_unsloth
 
 
+def mixed_precision() -> str:
+    """`bf16` on GPUs with bf16 units, `fp16` (autocast + loss scaling) on CUDA GPUs without (T4, V100), else `no`.
+
+    Emulated bf16 does not count: on a T4 torch reports bf16 as supported by emulation, while Unsloth
+    (which asks without emulation) loads the model in fp16.
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no"
+    return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
+
+
+def _check_device(config: TrainingConfig) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    if config.requires_cuda:
+        raise RuntimeError(
+            f"{config.model_name_or_path} with this preset needs a CUDA GPU (it would run for days on a CPU); "
+            "use the `offline` preset on a CPU, or pass requires_cuda=False to run it anyway"
+        )
+    if config.use_unsloth:
+        raise RuntimeError(
+            "TrainingConfig.use_unsloth=True needs a CUDA GPU; leave it None to pick automatically"
+        )
+
+
 def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
     """(model, tokenizer, peft_config): Unsloth 4-bit + LoRA on CUDA, transformers (+ PEFT config) on CPU."""
     import torch
 
+    _check_device(config)
     source, gguf_file = resolve_model_source(config)
     if uses_unsloth(config):
-        if not torch.cuda.is_available():
-            raise RuntimeError(
-                "TrainingConfig.use_unsloth=True needs a CUDA GPU; leave it None to pick automatically"
-            )
         from unsloth import FastLanguageModel  # importable only when CUDA is present
 
         if gguf_file is not None:
             source = str(materialize_gguf(source, gguf_file))
-        load_kwargs: dict[str, Any] = dict(
+        # Unsloth loads fp16 where the GPU has no bf16 units; say so explicitly, matching `mixed_precision`.
+        model, tokenizer = FastLanguageModel.from_pretrained(
             model_name=source,
             max_seq_length=config.max_seq_length,
+            dtype=torch.bfloat16 if mixed_precision() == "bf16" else torch.float16,
             load_in_4bit=config.load_in_4bit,
-            fast_inference=config.fast_inference,
         )
-        if config.fast_inference:  # vLLM engine sizing; only meaningful with fast_inference
-            load_kwargs.update(
-                max_lora_rank=config.lora_r, gpu_memory_utilization=config.gpu_memory_utilization
-            )
-        model, tokenizer = FastLanguageModel.from_pretrained(**load_kwargs)
         model = FastLanguageModel.get_peft_model(
             model,
             r=config.lora_r,
@@ -197,7 +219,7 @@ def build_trainer(
     import torch
     from datasets import Dataset
     from transformers import set_seed
-    from trl import GRPOConfig
+    from trl.trainer.grpo_config import GRPOConfig  # TRL's own: once imported, Unsloth rebinds trl.GRPOConfig
 
     # The trainer module imports TRL (heavy) at its top, so it is loaded only when a run is built.
     from supersede_lib.train.grpo import (
@@ -231,6 +253,7 @@ def build_trainer(
     run_dir.mkdir(parents=True, exist_ok=True)
     model, tokenizer, peft_config = load_policy(config, seed)
     on_cuda = torch.cuda.is_available()
+    precision = mixed_precision()
     gradient_checkpointing = config.gradient_checkpointing
     if gradient_checkpointing is None:
         gradient_checkpointing = on_cuda and not uses_unsloth(config)  # Unsloth checkpoints by itself
@@ -253,7 +276,8 @@ def build_trainer(
         report_to=[],
         seed=seed,
         data_seed=seed,
-        bf16=on_cuda and torch.cuda.is_bf16_supported(),
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
         use_cpu=not on_cuda,
         gradient_checkpointing=gradient_checkpointing,
         remove_unused_columns=False,
