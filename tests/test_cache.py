@@ -274,3 +274,39 @@ def test_a_reply_with_a_lone_surrogate_can_be_stored(tmp_path):
     cache = ResponseCache(tmp_path / "surrogate.db")
     cache.put("k", ChatResult(text="abc\ud83d"))
     assert cache.get("k").text == "abc\ufffd"
+
+
+def test_recorded_responses_export_import_round_trip_and_are_byte_stable(tmp_path):
+    cache = ResponseCache(tmp_path / "a.db")
+    cache.put(
+        "k2", ChatResult("second", prompt_tokens=3, model="m", finish_reason="stop"), made_by_commit="abc"
+    )
+    cache.put("k1", ChatResult("first \u00e9", completion_tokens=4, model="m", finish_reason="length"))
+    assert cache.export_responses(tmp_path / "rec.jsonl.gz") == 2
+    first_bytes = (tmp_path / "rec.jsonl.gz").read_bytes()
+    cache.export_responses(tmp_path / "rec.jsonl.gz")
+    assert (tmp_path / "rec.jsonl.gz").read_bytes() == first_bytes  # no timestamps: a commit stays clean
+
+    fresh = ResponseCache(tmp_path / "b.db")
+    fresh.put("k1", ChatResult("already here", model="m"))
+    assert fresh.import_responses(tmp_path / "rec.jsonl.gz") == 1  # existing rows win
+    assert fresh.get("k1").text == "already here"
+    replayed = fresh.get("k2")
+    assert replayed.text == "second" and replayed.finish_reason == "stop" and replayed.made_by_commit == "abc"
+
+
+def test_a_broken_recorded_responses_file_is_named(tmp_path):
+    (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
+    with pytest.raises(ValueError, match="bad.jsonl.gz"):
+        ResponseCache(tmp_path / "c.db").import_responses(tmp_path / "bad.jsonl.gz")
+
+
+def test_replay_off_makes_every_call_live_and_records_the_commit(tmp_path):
+    cache = ResponseCache(tmp_path / "live.db")
+    inner = CountingModel()
+    asyncio.run(CachedChatModel(inner, cache, commit="c1").achat(MESSAGES))
+    live = CachedChatModel(inner, cache, replay=False, commit="c2")
+    result = asyncio.run(live.achat(MESSAGES))
+    assert not result.cached and inner.calls == 2
+    replayed = asyncio.run(CachedChatModel(inner, cache).achat(MESSAGES))
+    assert replayed.cached and replayed.made_by_commit == "c2" and inner.calls == 2

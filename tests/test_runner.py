@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -674,3 +675,37 @@ def test_credentials_in_the_base_url_never_reach_the_files(tmp_path, monkeypatch
     for path in result.paths.values():
         assert "s3cret" not in path.read_text()
     assert "http://***@127.0.0.1" in result.paths["manifest"].read_text()
+
+
+def test_manifest_says_which_calls_were_live_and_which_commit_made_the_replayed_ones(tmp_path) -> None:
+    cache = ResponseCache(tmp_path / "cache.db")
+    episodes = [make_episode(f"ep-{index}") for index in range(3)]
+    first = run_condition(
+        episodes, "bounded_memory", CachedChatModel(CityModel(), cache, commit="c0ffee"), progress=False
+    )
+    assert (
+        first.manifest["provenance"]["live_calls"] == 12
+        and first.manifest["provenance"]["replayed_calls"] == 0
+    )
+    second = run_condition(
+        episodes, "bounded_memory", CachedChatModel(CityModel(), cache), output_dir=tmp_path, progress=False
+    )
+    provenance = second.manifest["provenance"]
+    assert provenance == {
+        "live_calls": 0,
+        "replayed_calls": 12,
+        "live_answers": 0,
+        "replayed_answers": 3,
+        "replayed_from_commits": ["c0ffee"],
+    }
+    assert second.trajectories[0]["turns"][0]["made_by_commit"] == "c0ffee"
+    written = json.loads(next(tmp_path.glob("*.manifest.json")).read_text())
+    assert not written["cache"]["path"].startswith("/")  # committed results carry no machine paths
+
+
+def test_portable_path_never_returns_an_absolute_path(tmp_path) -> None:
+    from supersede_lib.eval.run_files import REPO_ROOT, portable_path
+
+    assert portable_path(REPO_ROOT / "outputs" / "x.db") == "outputs/x.db"
+    assert portable_path(Path.home() / "m" / "x.gguf") == "~/m/x.gguf"
+    assert not portable_path("/somewhere/else/x.db").startswith("/")

@@ -24,6 +24,8 @@ from supersede_lib.episode import Episode
 from supersede_lib.models.chat import ChatModel, one_line
 from supersede_lib.models.openai_api import estimate_cost_usd
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 KEY_PACKAGES = (
     "supersede",
     "openai",
@@ -87,7 +89,7 @@ def now_utc() -> str:
 
 def git_commit(repo_dir: Path | None = None) -> dict[str, Any]:
     """The checkout's commit and whether it has uncommitted changes; nulls without git."""
-    repo_dir = repo_dir or Path(__file__).resolve().parents[2]
+    repo_dir = repo_dir or REPO_ROOT
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True, text=True, timeout=10, check=True
@@ -214,11 +216,12 @@ def build_manifest(
         },
         "seed": config["seed"],
         "git": git_commit(),
+        "provenance": call_provenance(trajectories),
         "packages": package_versions(),
         "started_at": started_at,
         "finished_at": now_utc(),
         "wall_s": round(wall_s, 3),
-        "cache": _model_stats(model) if hasattr(model, "cache") else None,
+        "cache": _portable_paths(_model_stats(model)) if hasattr(model, "cache") else None,
         "model_stats": _model_stats(getattr(model, "inner", model)),
         "totals": totals,
         "failed_episode_ids": [row["episode_id"] for row in rows if row["failed"]],
@@ -239,3 +242,34 @@ def build_manifest(
             "note": "list prices; uncached calls",
         },
     }
+
+
+def call_provenance(trajectories: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many calls (and final answers) were made live by this run vs replayed from recorded
+    responses, and which commits made the replayed ones."""
+    turns = [turn for trajectory in trajectories for turn in trajectory["turns"]]
+    answers = [trajectory["turns"][-1] for trajectory in trajectories if trajectory["turns"]]
+    return {
+        "live_calls": sum(1 for turn in turns if not turn["cached"]),
+        "replayed_calls": sum(1 for turn in turns if turn["cached"]),
+        "live_answers": sum(1 for turn in answers if not turn["cached"]),
+        "replayed_answers": sum(1 for turn in answers if turn["cached"]),
+        "replayed_from_commits": sorted(
+            {turn.get("made_by_commit") or "unknown" for turn in turns if turn["cached"]}
+        ),
+    }
+
+
+def portable_path(path: str | Path) -> str:
+    """A path as committed results may show it: relative to the repository, or `~/...`, never absolute."""
+    resolved = Path(path).expanduser().resolve()
+    for root, shown in ((REPO_ROOT, ""), (Path.home().resolve(), "~/")):
+        if resolved.is_relative_to(root):
+            return shown + resolved.relative_to(root).as_posix()
+    return resolved.name
+
+
+def _portable_paths(stats: dict[str, Any] | None) -> dict[str, Any] | None:
+    if stats is None or "path" not in stats:
+        return stats
+    return {**stats, "path": portable_path(stats["path"])}

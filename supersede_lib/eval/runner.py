@@ -107,6 +107,7 @@ class CallRecord:
     cached: bool
     finish_reason: str | None = None
     empty_reply: bool = False
+    made_by_commit: str | None = None  # a replayed call: the commit of the run that made it live
 
     @property
     def was_cut(self) -> bool:
@@ -190,6 +191,7 @@ class RolloutOutcome:
                 "completion_tokens": call.completion_tokens,
                 "latency_s": round(call.latency_s, 6),
                 "cached": call.cached,
+                "made_by_commit": call.made_by_commit,
                 "finish_reason": call.finish_reason,
                 "cut": call.was_cut,
                 "empty_reply": call.empty_reply,
@@ -296,6 +298,7 @@ async def arun_rollout(
                 cached=bool(result.cached),
                 finish_reason=result.finish_reason,
                 empty_reply=not result.text.strip(),
+                made_by_commit=result.made_by_commit if result.cached else None,
             )
         )
     outcome.wall_s = time.perf_counter() - started

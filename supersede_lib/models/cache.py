@@ -11,6 +11,12 @@ on a new port still hits; two different servers serving the same model name need
 namespaces (`cache_namespace` in the model spec). Caching sampled calls (temperature > 0) is
 sound only because the seed is part of the key; draw new samples with new seeds.
 
+Recorded responses travel with results: `export_responses` writes every row to a gzipped JSONL
+file (sorted, byte-stable) that can be committed beside a profile's outputs, and
+`import_responses` loads one into a fresh cache, so a clone replays the calls instead of making
+them. Each row keeps the git commit of the run that made the call (`made_by_commit`).
+`CachedChatModel(..., replay=False)` makes every call live (and records it) without reading.
+
 A damaged cache file is named with the way out (move it aside or delete it): at open time as a
 `CacheCorruptError`; mid-run, `CachedChatModel` logs a warning and goes on without the cache, so
 the run's own results are never lost to it.
@@ -19,7 +25,9 @@ the run's own results are never lost to it.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
+import io
 import json
 import logging
 import os
@@ -45,9 +53,20 @@ CREATE TABLE IF NOT EXISTS responses (
     latency_s REAL NOT NULL,
     model TEXT NOT NULL,
     created_at REAL NOT NULL,
-    finish_reason TEXT
+    finish_reason TEXT,
+    made_by_commit TEXT
 )
 """
+_EXPORTED_COLUMNS = (
+    "key",
+    "text",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "model",
+    "finish_reason",
+    "made_by_commit",
+)
 
 
 class CacheCorruptError(ModelConfigError):
@@ -92,11 +111,13 @@ class ResponseCache:
 
     @staticmethod
     def _add_missing_columns(connection: sqlite3.Connection) -> None:
-        """Files written before `finish_reason` existed get the column (NULL for old rows)."""
+        """Files written before a column existed get it (NULL for old rows)."""
         columns = {row[1] for row in connection.execute("PRAGMA table_info(responses)")}
-        if "finish_reason" not in columns:
+        for column in ("finish_reason", "made_by_commit"):
+            if column in columns:
+                continue
             try:
-                connection.execute("ALTER TABLE responses ADD COLUMN finish_reason TEXT")
+                connection.execute(f"ALTER TABLE responses ADD COLUMN {column} TEXT")
             except sqlite3.OperationalError as error:  # another process added it first
                 if "duplicate column" not in str(error):
                     raise
@@ -123,7 +144,7 @@ class ResponseCache:
     def get(self, key: str) -> ChatResult | None:
         """The stored result for `key`, or None; `CacheCorruptError` when the file cannot be read."""
         row = self._fetchone(
-            "SELECT text, prompt_tokens, completion_tokens, latency_s, model, finish_reason"
+            "SELECT text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit"
             " FROM responses WHERE key = ?",
             (key,),
         )
@@ -134,7 +155,7 @@ class ResponseCache:
                 self.hits += 1
         if row is None:
             return None
-        text, prompt_tokens, completion_tokens, latency_s, model, finish_reason = row
+        text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit = row
         return ChatResult(
             text=text,
             prompt_tokens=prompt_tokens,
@@ -143,14 +164,15 @@ class ResponseCache:
             cached=True,
             model=model,
             finish_reason=finish_reason,
+            made_by_commit=made_by_commit,
         )
 
-    def put(self, key: str, result: ChatResult) -> None:
+    def put(self, key: str, result: ChatResult, *, made_by_commit: str | None = None) -> None:
         """Store one result (committed immediately; a later put for the same key wins)."""
         try:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses (key, text, prompt_tokens, completion_tokens, latency_s,"
-                " model, created_at, finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " model, created_at, finish_reason, made_by_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     result.text,
@@ -160,10 +182,75 @@ class ResponseCache:
                     result.model,
                     time.time(),
                     result.finish_reason,
+                    made_by_commit,
                 ),
             )
         except sqlite3.DatabaseError as error:
             raise CacheCorruptError(self.path, error) from error
+
+    def export_responses(self, path: str | Path) -> int:
+        """Write every stored response to a gzipped JSONL file, sorted by key; return the row count.
+
+        The file is byte-stable (no timestamps, sorted rows), so re-exporting an unchanged cache
+        leaves a committed file unchanged.
+        """
+        try:
+            rows = (
+                self._connection()
+                .execute(f"SELECT {', '.join(_EXPORTED_COLUMNS)} FROM responses ORDER BY key")
+                .fetchall()
+            )
+        except sqlite3.DatabaseError as error:
+            raise CacheCorruptError(self.path, error) from error
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as handle:
+            for row in rows:
+                record = dict(zip(_EXPORTED_COLUMNS, row, strict=True))
+                handle.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+        target.write_bytes(buffer.getvalue())
+        return len(rows)
+
+    def import_responses(self, path: str | Path) -> int:
+        """Load an `export_responses` file; rows already present are kept. Returns rows added."""
+        source = Path(path)
+        added = 0
+        try:
+            with gzip.open(source, "rt", encoding="utf-8") as handle:
+                records = [json.loads(line) for line in handle if line.strip()]
+        except (OSError, EOFError, json.JSONDecodeError) as error:
+            raise ValueError(
+                f"{source}: not a recorded-responses file ({type(error).__name__}: {error})"
+            ) from error
+        connection = self._connection()
+        try:
+            connection.execute("BEGIN")
+            for number, record in enumerate(records, start=1):
+                missing = [column for column in _EXPORTED_COLUMNS if column not in record]
+                if missing:
+                    connection.execute("ROLLBACK")
+                    raise ValueError(f"{source}: line {number} lacks {', '.join(missing)}")
+                cursor = connection.execute(
+                    "INSERT OR IGNORE INTO responses (key, text, prompt_tokens, completion_tokens, latency_s,"
+                    " model, created_at, finish_reason, made_by_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record["key"],
+                        record["text"],
+                        record["prompt_tokens"],
+                        record["completion_tokens"],
+                        record["latency_s"],
+                        record["model"],
+                        time.time(),
+                        record["finish_reason"],
+                        record["made_by_commit"],
+                    ),
+                )
+                added += cursor.rowcount
+            connection.execute("COMMIT")
+        except sqlite3.DatabaseError as error:
+            raise CacheCorruptError(self.path, error) from error
+        return added
 
     def __len__(self) -> int:
         return self._fetchone("SELECT COUNT(*) FROM responses")[0]
@@ -199,9 +286,19 @@ class CachedChatModel:
     warning names it and every later call goes straight to the inner model (`disabled` says why).
     """
 
-    def __init__(self, inner: ChatModel, cache: ResponseCache, backend: str | None = None) -> None:
+    def __init__(
+        self,
+        inner: ChatModel,
+        cache: ResponseCache,
+        backend: str | None = None,
+        *,
+        replay: bool = True,
+        commit: str | None = None,
+    ) -> None:
         self.inner = inner
         self.cache = cache
+        self.replay = replay  # False: every call is made live (and recorded), nothing is read back
+        self.commit = commit  # the git commit recorded with each live call
         self.backend = backend or getattr(inner, "cache_namespace", None) or type(inner).__name__
         self.name = inner.name
         self.deduplicated = 0
@@ -219,7 +316,7 @@ class CachedChatModel:
             logger.warning("%s; continuing this run without the cache", error)
 
     def _lookup(self, key: str) -> ChatResult | None:
-        if self.disabled is not None:
+        if self.disabled is not None or not self.replay:
             return None
         try:
             return self.cache.get(key)
@@ -231,7 +328,7 @@ class CachedChatModel:
         if self.disabled is not None:
             return
         try:
-            self.cache.put(key, result)
+            self.cache.put(key, result, made_by_commit=self.commit)
         except CacheCorruptError as error:
             self._disable(error)
 
@@ -272,7 +369,12 @@ class CachedChatModel:
             del self._in_flight[key]
 
     def stats(self) -> dict[str, Any]:
-        extra = {"deduplicated": self.deduplicated, "backend": self.backend, "disabled": self.disabled}
+        extra = {
+            "deduplicated": self.deduplicated,
+            "backend": self.backend,
+            "disabled": self.disabled,
+            "replay": self.replay,
+        }
         try:
             return {**self.cache.stats(), **extra}
         except CacheCorruptError as error:

@@ -33,6 +33,7 @@ class ChatResult:
     cached: bool = False
     model: str = ""
     finish_reason: str | None = None  # "stop", "length" (cut at max_tokens), ...; None when unknown
+    made_by_commit: str | None = None  # for a replayed reply: the git commit of the run that made the call
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", clean_model_text(self.text))
