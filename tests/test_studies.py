@@ -17,6 +17,7 @@ import pytest
 
 from supersede_lib.episode import Episode, Session, Turn
 from supersede_lib.eval.run_files import read_trajectories
+from supersede_lib.eval.runner import RunSettings
 from supersede_lib.models.chat import ChatResult
 from supersede_lib.present.explorer import episode_explorer, episode_step_html, index_trajectories
 from supersede_lib.rollout import CONDITIONS
@@ -394,7 +395,9 @@ class ScriptedModel:
 def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) -> None:
     episodes = [_city_episode(index) for index in range(4)]
     model = ScriptedModel(full_right={"ep-0", "ep-1", "ep-2"}, bounded_right={"ep-0", "ep-3"})
-    comparison = common.compare_conditions(episodes, model, directory=tmp_path, concurrency=2, progress=False)
+    comparison = common.compare_conditions(
+        episodes, model, RunSettings(concurrency=2), directory=tmp_path, progress=False
+    )
 
     assert comparison.n == 4 and comparison.grader == common.MATCHER
     assert comparison.accuracy_of("full_context") == 0.75 and comparison.accuracy_of("bounded_memory") == 0.5

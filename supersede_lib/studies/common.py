@@ -14,7 +14,7 @@ import gc
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ from supersede_lib.episode import Episode
 from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, failure_counts
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.run_files import default_run_name, git_commit
-from supersede_lib.eval.runner import DEFAULT_CONCURRENCY, RunResult, RunSettings, run_condition
+from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
-from supersede_lib.rollout import CONDITIONS, PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import profiles
 from supersede_lib.studies.profiles import Profile
 
@@ -174,12 +174,62 @@ def write_summary(
     return summary
 
 
+def record_summary(
+    result: Any,
+    directory: Path,
+    notebook: str,
+    numbers: list[dict],
+    tables: list[str],
+    config: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> Any:
+    """Write a study result's summary.json (its model, data label, figures); fill in `output_dir`, `summary`."""
+    result.output_dir = directory
+    result.summary = write_summary(
+        directory,
+        result.profile,
+        notebook,
+        model=result.model,
+        data=result.data_label,
+        numbers=numbers,
+        tables=tables,
+        figures=[path.name for path in result.figures.values()],
+        config=config,
+        extra=extra,
+    )
+    return result
+
+
 def write_table(directory: Path, name: str, frame: pd.DataFrame, note: str = "") -> str:
     """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name."""
     text = markdown_table(frame) + (f"\n{note}\n" if note else "")
     (directory / f"{name}.md").write_text(text, encoding="utf-8")
     frame.to_csv(directory / f"{name}.csv", index=False)
     return f"{name}.md"
+
+
+@dataclass(kw_only=True)
+class StudyResult:
+    """What every notebook's result carries once its write step ran: figures, folder, summary."""
+
+    figures: dict[str, Path] = field(default_factory=dict)
+    output_dir: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class ResultOfRuns(StudyResult):
+    """A study result computed from one run step's output (`raw`), which names the profile and model."""
+
+    raw: Any
+
+    @property
+    def profile(self) -> Profile:
+        return self.raw.profile
+
+    @property
+    def model(self) -> str:
+        return self.raw.model
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,34 +311,6 @@ class ConditionComparison:
         return float(self.accuracy.set_index("condition").loc[condition, "accuracy"])
 
 
-def run_both_conditions(
-    episodes: Sequence[Episode],
-    model: Any,
-    *,
-    directory: Path,
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
-    judge: Any = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    seed: int = 0,
-    progress: bool = True,
-) -> dict[str, RunResult]:
-    """Both conditions on the same episodes (each run's files under `directory`), by condition."""
-    settings = RunSettings(notes_budget_chars=notes_budget_chars, concurrency=concurrency, seed=seed)
-    return {
-        condition: run_condition(
-            episodes,
-            condition,
-            model,
-            settings,
-            judge=judge,
-            output_dir=directory,
-            run_name=default_run_name(condition, model.name, notes_budget_chars, None),
-            progress=progress,
-        )
-        for condition in CONDITIONS
-    }
-
-
 def pair_conditions(
     runs: dict[str, RunResult], *, model_name: str, use_judge: bool, grader: str, notes_budget_chars: int
 ) -> ConditionComparison:
@@ -328,31 +350,32 @@ def pair_conditions(
 def compare_conditions(
     episodes: Sequence[Episode],
     model: Any,
+    settings: RunSettings,
     *,
     directory: Path,
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
     judge: Any = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    seed: int = 0,
     progress: bool = True,
 ) -> ConditionComparison:
     """Run both conditions (files under `directory`), pair them by question, test and classify."""
-    runs = run_both_conditions(
-        episodes,
-        model,
-        directory=directory,
-        notes_budget_chars=notes_budget_chars,
-        judge=judge,
-        concurrency=concurrency,
-        seed=seed,
-        progress=progress,
-    )
+    runs = {
+        condition: run_condition(
+            episodes,
+            condition,
+            model,
+            settings,
+            judge=judge,
+            output_dir=directory,
+            run_name=default_run_name(condition, model.name, settings.notes_budget_chars, None),
+            progress=progress,
+        )
+        for condition in CONDITIONS
+    }
     return pair_conditions(
         runs,
         model_name=model.name,
         use_judge=judge is not None,
         grader=grader_name(judge),
-        notes_budget_chars=notes_budget_chars,
+        notes_budget_chars=settings.notes_budget_chars,
     )
 
 

@@ -36,6 +36,7 @@ from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     MATCHER,
     NOTEBOOK_ENVIRONMENT,
+    ResultOfRuns,
     correct_column,
     grader_name,
     headline_number,
@@ -43,7 +44,7 @@ from supersede_lib.studies.common import (
     ours_label,
     paper_label,
     percent,
-    write_summary,
+    record_summary,
     write_table,
 )
 from supersede_lib.studies.profiles import EnvironmentBlock, Profile, SaturationBlock
@@ -120,13 +121,11 @@ class EnvironmentRuns:
 
 
 @dataclass
-class EnvironmentValidationResult:
+class EnvironmentValidationResult(ResultOfRuns):
     """Notebook 05: the verifiers environment end to end, and the synthetic saturation check."""
 
-    profile: Profile
-    model: str
+    raw: EnvironmentRuns
     n: int
-    rollouts: pd.DataFrame  # one row per environment rollout
     runner_comparison: pd.DataFrame  # each rollout beside the runner's answer to the same question
     terminated: int
     all_terminated: bool
@@ -135,13 +134,27 @@ class EnvironmentValidationResult:
     reference_accuracy: float
     reference_grader: str
     answers_identical: int  # environment answer == runner answer, per question
-    served: ServedModelStats
-    saturation: pd.DataFrame  # full-context accuracy on explicit templated timelines
     saturation_accuracy: float
     table: pd.DataFrame
     saturation_table: pd.DataFrame
-    output_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_label(self) -> str:
+        return self.profile.require("environment").episodes.label
+
+    @property
+    def rollouts(self) -> pd.DataFrame:
+        """One row per environment rollout."""
+        return self.raw.rollouts
+
+    @property
+    def served(self) -> ServedModelStats:
+        return self.raw.served
+
+    @property
+    def saturation(self) -> pd.DataFrame:
+        """Full context on explicit templated timelines, one row per question."""
+        return self.raw.saturation
 
 
 def _final_answer(output: dict[str, Any]) -> str:
@@ -317,10 +330,8 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
     terminated = int(rollouts["terminated"].sum())
     saturation_label = profile.require("saturation").episodes.label
     result = EnvironmentValidationResult(
-        profile=profile,
-        model=raw.model,
+        raw=raw,
         n=n,
-        rollouts=rollouts,
         runner_comparison=joined,
         terminated=terminated,
         all_terminated=terminated == n,
@@ -331,16 +342,13 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
         answers_identical=int(
             (joined["answer"].fillna("") == joined["runner_answer"].fillna("").str.strip()).sum()
         ),
-        served=raw.served,
-        saturation=raw.saturation,
         saturation_accuracy=float(correct_column(raw.saturation, use_judge=False).mean()),
         table=pd.DataFrame(),
         saturation_table=pd.DataFrame(),
     )
-    data = profile.require("environment").episodes.label
     result.table = environment_table(
         result,
-        ours_label(raw.model, data, profile.name, n),
+        ours_label(raw.model, result.data_label, profile.name, n),
         paper_label("gpt-4.1-mini", paper_results.TABLE1_N),
     )
     result.saturation_table = pd.DataFrame(
@@ -362,8 +370,7 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
 
 def _environment_numbers(result: EnvironmentValidationResult) -> list[dict]:
     profile = result.profile
-    data = profile.require("environment").episodes.label
-    meta = {"model": result.model, "data": data, "profile": profile.name, "n": result.n}
+    meta = {"model": result.model, "data": result.data_label, "profile": profile.name, "n": result.n}
     return [
         headline_number("rollouts terminated", result.terminated, **meta),
         headline_number("environment accuracy (r_cur)", result.environment_accuracy, grader=MATCHER, **meta),
@@ -404,20 +411,10 @@ def write_environment(
             "explicit timelines in full context, which is why it calls templated supersession saturated.",
         ),
     ]
-    result.output_dir = directory
-    result.summary = write_summary(
-        directory,
-        profile,
-        NOTEBOOK_ENVIRONMENT,
-        model=result.model,
-        data=profile.require("environment").episodes.label,
-        numbers=_environment_numbers(result),
-        tables=tables,
-        figures=[],
-        config=profile.as_config("environment", "saturation", "model", "judge"),
-        extra={"all_terminated": result.all_terminated, "served": asdict(result.served)},
-    )
-    return result
+    numbers = _environment_numbers(result)
+    config = profile.as_config("environment", "saturation", "model", "judge")
+    extra = {"all_terminated": result.all_terminated, "served": asdict(result.served)}
+    return record_summary(result, directory, NOTEBOOK_ENVIRONMENT, numbers, tables, config, extra)
 
 
 def run_environment_validation(

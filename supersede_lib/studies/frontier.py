@@ -7,18 +7,19 @@ models and ours in separate column groups) → `write_frontier`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.runner import RunSettings
 from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     NOTEBOOK_FRONTIER,
     ConditionComparison,
+    StudyResult,
     combine_failures,
     compare_conditions,
     comparison_numbers,
@@ -26,16 +27,16 @@ from supersede_lib.studies.common import (
     format_pvalue,
     judge_for,
     percent,
+    record_summary,
     release_model,
     write_failures,
-    write_summary,
     write_table,
 )
 from supersede_lib.studies.profiles import FrontierBlock, Profile
 
 
 @dataclass
-class FrontierResult:
+class FrontierResult(StudyResult):
     """Notebook 03: the isolation comparison for every model of the profile."""
 
     profile: Profile
@@ -47,9 +48,11 @@ class FrontierResult:
     table: pd.DataFrame  # paper models and ours in separate column groups (Table 1)
     failures: pd.DataFrame
     failure_counts: pd.DataFrame
-    figures: dict[str, Path] = field(default_factory=dict)
-    output_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model(self) -> list[str]:
+        """The models compared, in the profile's order."""
+        return [comparison.model for comparison in self.comparisons]
 
 
 def paper_table1_frame() -> pd.DataFrame:
@@ -115,6 +118,7 @@ def run_frontier_models(profile: str | Profile, *, progress: bool = True) -> lis
     directory = profiles.output_dir(profile, NOTEBOOK_FRONTIER)
     episodes = load_episodes(block.episodes)
     judge = judge_for(profile)
+    settings = RunSettings(notes_budget_chars=block.notes_budget_chars, concurrency=profile.concurrency)
     comparisons = []
     for spec in block.models:
         model = profiles.model_for(spec, profile)
@@ -122,10 +126,9 @@ def run_frontier_models(profile: str | Profile, *, progress: bool = True) -> lis
             compare_conditions(
                 episodes,
                 model,
+                settings,
                 directory=directory,
-                notes_budget_chars=block.notes_budget_chars,
                 judge=judge,
-                concurrency=profile.concurrency,
                 progress=progress,
             )
         )
@@ -181,19 +184,8 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
         for comparison in comparisons
         for number in comparison_numbers(comparison, result.data_label, profile.name)
     ]
-    result.output_dir = directory
-    result.summary = write_summary(
-        directory,
-        profile,
-        NOTEBOOK_FRONTIER,
-        model=[comparison.model for comparison in comparisons],
-        data=result.data_label,
-        numbers=numbers,
-        tables=tables,
-        figures=[path.name for path in result.figures.values()],
-        config=profile.as_config("frontier", "judge"),
-    )
-    return result
+    config = profile.as_config("frontier", "judge")
+    return record_summary(result, directory, NOTEBOOK_FRONTIER, numbers, tables, config)
 
 
 def run_frontier(profile: str | Profile, *, progress: bool = True) -> FrontierResult:

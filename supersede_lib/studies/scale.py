@@ -8,7 +8,7 @@ paper's) → `write_scale`. Graded by the programmatic matcher throughout, as in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     MATCHER,
     NOTEBOOK_SCALE,
+    ResultOfRuns,
     accuracy_row,
     combine_failures,
     correct_column,
@@ -33,8 +34,8 @@ from supersede_lib.studies.common import (
     ours_label,
     paper_label,
     percent,
+    record_summary,
     write_failures,
-    write_summary,
     write_table,
 )
 from supersede_lib.studies.profiles import Profile, ScaleBlock
@@ -53,11 +54,10 @@ class ScaleRuns:
 
 
 @dataclass
-class ScaleResult:
+class ScaleResult(ResultOfRuns):
     """Notebook 04: does the failure track conversation length or the memory/history ratio?"""
 
-    profile: Profile
-    model: str
+    raw: ScaleRuns
     n: int
     accuracy: pd.DataFrame  # one row per scale condition, with history/memory descriptions
     answers_differ: int  # questions whose answers differ between the two long-history conditions
@@ -67,9 +67,11 @@ class ScaleResult:
     table: pd.DataFrame
     failures: pd.DataFrame
     failure_counts: pd.DataFrame
-    figures: dict[str, Path] = field(default_factory=dict)
-    output_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_label(self) -> str:
+        """The long-history episodes, which the headline numbers describe."""
+        return self.profile.require("scale").long.label
 
 
 def run_scale_conditions(profile: str | Profile, *, progress: bool = True) -> ScaleRuns:
@@ -212,12 +214,11 @@ def analyse_scale(raw: ScaleRuns) -> ScaleResult:
         ]
     )
     return ScaleResult(
-        profile=profile,
-        model=raw.model,
+        raw=raw,
         n=n,
+        answers_compared=len(common),
         accuracy=accuracy,
         answers_differ=answers_differ,
-        answers_compared=len(common),
         mcnemar_long=mcnemar_long,
         mcnemar_short_long=_short_vs_long(raw, fixed),
         table=scale_table(accuracy, ours_header, long_label, answers_differ, len(common), mcnemar_long),
@@ -242,7 +243,7 @@ def _scale_numbers(result: ScaleResult) -> list[dict]:
     ]
     meta = {
         "model": result.model,
-        "data": profile.require("scale").long.label,
+        "data": result.data_label,
         "profile": profile.name,
         "n": result.answers_compared,
     }
@@ -299,20 +300,10 @@ def write_scale(result: ScaleResult, directory: Path | None = None) -> ScaleResu
             counts, group="scale_condition", title=f"bounded memory failures ({result.model})"
         )
         result.figures["failures"] = plots.save_figure(figure, directory / "failure_breakdown.png")
-    result.output_dir = directory
-    result.summary = write_summary(
-        directory,
-        profile,
-        NOTEBOOK_SCALE,
-        model=result.model,
-        data=profile.require("scale").long.label,
-        numbers=_scale_numbers(result),
-        tables=tables,
-        figures=[path.name for path in result.figures.values()],
-        config=profile.as_config("scale", "model"),
-        extra={"mcnemar_long": result.mcnemar_long, "mcnemar_short_long": result.mcnemar_short_long},
-    )
-    return result
+    numbers = _scale_numbers(result)
+    config = profile.as_config("scale", "model")
+    extra = {"mcnemar_long": result.mcnemar_long, "mcnemar_short_long": result.mcnemar_short_long}
+    return record_summary(result, directory, NOTEBOOK_SCALE, numbers, tables, config, extra)
 
 
 def run_scale(profile: str | Profile, *, progress: bool = True) -> ScaleResult:

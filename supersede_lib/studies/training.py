@@ -15,15 +15,20 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from supersede_lib.studies import paper_results, profiles
-from supersede_lib.studies.common import NOTEBOOK_TRAINING, headline_number, write_summary, write_table
+from supersede_lib.studies.common import (
+    NOTEBOOK_TRAINING,
+    StudyResult,
+    headline_number,
+    record_summary,
+    write_table,
+)
 from supersede_lib.studies.profiles import Profile, TrainingBlock
 from supersede_lib.train.config import (
     CONFIG_FILE,
@@ -116,7 +121,7 @@ class TrainedRun:
 
 
 @dataclass
-class TrainingStudyResult:
+class TrainingStudyResult(StudyResult):
     """Notebook 06: every run, its per-step metrics, Figure 4a and the comparison with the paper."""
 
     profile: Profile
@@ -126,9 +131,6 @@ class TrainingStudyResult:
     metrics: pd.DataFrame  # one row per (run, step): training.load_metrics plus curriculum and seed
     runs_table: pd.DataFrame
     paper_table: pd.DataFrame
-    figures: dict[str, Path] = field(default_factory=dict)
-    output_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
 
 
 def copy_run_files(run: TrainedRun, directory: Path) -> list[str]:
@@ -310,27 +312,17 @@ def write_training(result: TrainingStudyResult, directory: Path | None = None) -
         ),
     )
     result.figures["figure4a"] = plots.save_figure(figure, directory / "figure4a_training_reward.png")
-    result.output_dir = directory
-    result.summary = write_summary(
-        directory,
-        profile,
-        NOTEBOOK_TRAINING,
-        model=model,
-        data=data,
-        numbers=_training_numbers(result),
-        tables=tables,
-        figures=[path.name for path in result.figures.values()],
-        config={
-            "training": profile.require("training").model_dump(mode="json"),
-            "presets": {run.label: run.config for run in runs},
-        },
-        extra={
-            "device": device,
-            "runs": {run.label: run.result.to_dict() for run in runs},
-            "files": files,
-        },
-    )
-    return result
+    numbers = _training_numbers(result)
+    config = {
+        "training": profile.require("training").model_dump(mode="json"),
+        "presets": {run.label: run.config for run in runs},
+    }
+    extra = {
+        "device": device,
+        "runs": {run.label: run.result.to_dict() for run in runs},
+        "files": files,
+    }
+    return record_summary(result, directory, NOTEBOOK_TRAINING, numbers, tables, config, extra)
 
 
 def run_training(profile: str | Profile, *, seeds: Sequence[int] | None = None) -> TrainingStudyResult:

@@ -26,12 +26,13 @@ from supersede_lib.studies.common import (
     MATCHER,
     NOTEBOOK_TRAINING,
     NOTEBOOK_TRANSFER,
+    StudyResult,
     accuracy_row,
     headline_number,
     mcnemar_dict,
     percent,
+    record_summary,
     release_model,
-    write_summary,
     write_table,
 )
 from supersede_lib.studies.profiles import Profile, TrainingBlock, TransferBlock
@@ -50,13 +51,25 @@ class TransferRuns:
     base_fingerprint: str
     notes_budget_chars: int
     n: int
-    evaluated: list[dict[str, Any]]  # run, curriculum, seed, step per evaluated model, base first
-    correct_by_model: dict[str, pd.Series]  # run name -> per-question correctness (matcher)
-    adapters: dict[str, dict[str, Any]]  # run name -> adapter path, sha256, differs_only_by_adapter
+    evaluated: list[dict[str, Any]] = field(default_factory=list)  # run, curriculum, seed, step; base first
+    correct_by_model: dict[str, pd.Series] = field(default_factory=dict)  # run -> correct per question
+    adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> adapter path, sha256, check
+
+    def add(
+        self,
+        run_name: str,
+        frame: pd.DataFrame,
+        curriculum: str | None = None,
+        seed: int | None = None,
+        step: int = 0,
+    ) -> None:
+        """Record one evaluated model's per-question correctness (matcher verdicts)."""
+        self.correct_by_model[run_name] = frame["verdict"].eq("correct")
+        self.evaluated.append({"run": run_name, "curriculum": curriculum, "seed": seed, "step": step})
 
 
 @dataclass
-class TransferResult:
+class TransferResult(StudyResult):
     """Notebook 07: base and every checkpoint on held-out episodes (Table 3, Figure 4b)."""
 
     profile: Profile
@@ -69,9 +82,6 @@ class TransferResult:
     table: pd.DataFrame  # Table 3 (ours)
     paper_table: pd.DataFrame  # Table 3 (paper)
     raw: TransferRuns
-    figures: dict[str, Path] = field(default_factory=dict)
-    output_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
 
 
 def finished_runs(profile: Profile) -> list[TrainedRun]:
@@ -279,20 +289,18 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
 
     base = HFChatModel(base_path)
     base_name = base.name
-    base_fingerprint = base.base_fingerprint()
-    frame = _evaluate(
-        CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", budget, progress
+    raw = TransferRuns(profile, runs, base_path, base.base_fingerprint(), budget, len(episodes))
+    raw.add(
+        "base",
+        _evaluate(CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", budget, progress),
     )
     release_model(base)
-    correct_by_model = {"base": frame["verdict"].eq("correct")}
-    evaluated = [{"run": "base", "curriculum": None, "seed": None, "step": 0}]
-    adapters = {}
     for run in runs:
         for step, adapter in run.checkpoints:
             sha = adapter_file_fingerprint(adapter)
             name = _checkpoint_model_name(base_name, sha)
             trained = HFChatModel(base_path, adapter_path=str(adapter), name=name)
-            if trained.base_fingerprint() != base_fingerprint or trained.adapter_fingerprint is None:
+            if trained.base_fingerprint() != raw.base_fingerprint or trained.adapter_fingerprint is None:
                 raise AssertionError(
                     f"{run.label} step {step} ({name}): base weights differ from the untrained base, not only the adapter"
                 )
@@ -305,21 +313,10 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
                 budget,
                 progress,
             )
+            raw.add(run_name, frame, run.curriculum, run.seed, step)
             release_model(trained)
-            correct_by_model[run_name] = frame["verdict"].eq("correct")
-            evaluated.append({"run": run_name, "curriculum": run.curriculum, "seed": run.seed, "step": step})
-            adapters[run_name] = {"adapter": str(adapter), "sha256": sha, "differs_only_by_adapter": True}
-    return TransferRuns(
-        profile=profile,
-        runs=runs,
-        base_path=base_path,
-        base_fingerprint=base_fingerprint,
-        notes_budget_chars=budget,
-        n=len(episodes),
-        evaluated=evaluated,
-        correct_by_model=correct_by_model,
-        adapters=adapters,
-    )
+            raw.adapters[run_name] = {"adapter": str(adapter), "sha256": sha, "differs_only_by_adapter": True}
+    return raw
 
 
 def analyse_transfer(raw: TransferRuns) -> TransferResult:
@@ -413,24 +410,14 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
         paper_title=f"paper: {PAPER_MODEL}, LongMemEval oracle, n=78",
     )
     result.figures["figure4b"] = plots.save_figure(figure, directory / "figure4b_transfer.png")
-    result.output_dir = directory
-    result.summary = write_summary(
-        directory,
-        profile,
-        NOTEBOOK_TRANSFER,
-        model=model,
-        data=data,
-        numbers=_transfer_numbers(result),
-        tables=tables,
-        figures=[path.name for path in result.figures.values()],
-        config={
-            "transfer": profile.require("transfer"),
-            "notes_budget_chars": raw.notes_budget_chars,
-            "base_model": raw.base_path,
-        },
-        extra={"adapters": raw.adapters, "base_fingerprint": raw.base_fingerprint},
-    )
-    return result
+    numbers = _transfer_numbers(result)
+    config = {
+        "transfer": profile.require("transfer"),
+        "notes_budget_chars": raw.notes_budget_chars,
+        "base_model": raw.base_path,
+    }
+    extra = {"adapters": raw.adapters, "base_fingerprint": raw.base_fingerprint}
+    return record_summary(result, directory, NOTEBOOK_TRANSFER, numbers, tables, config, extra)
 
 
 def run_transfer(profile: str | Profile, *, progress: bool = True) -> TransferResult:
