@@ -261,7 +261,7 @@ def transfer_figure(
     """Figure 4b: held-out accuracy by training step, per run (Wilson 95%) and the mean over seeds.
 
     The base model is drawn at step 0 for every curriculum. With several seeds the mean line carries
-    a band from resampling questions (`training_study.seed_aggregate`).
+    a band from resampling questions (`studies.transfer.seed_aggregate`).
     """
     sns.set_theme(style="whitegrid")
     columns = 2 if paper is not None else 1
