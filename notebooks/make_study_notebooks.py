@@ -3,8 +3,9 @@
     .venv/bin/python notebooks/make_study_notebooks.py
 
 The notebooks are views: an install cell that only acts on Colab/Kaggle, a `parameters` cell
-(papermill overrides `profile`), then calls into `supersede_lib.studies.common` and display. Edit the
-cells here and re-run this script rather than editing the .ipynb files by hand.
+(papermill overrides `profile`), then calls into the study module it shows
+(`supersede_lib.studies.<study>`) and display. Edit the cells here and re-run this script rather
+than editing the .ipynb files by hand.
 """
 
 from __future__ import annotations
@@ -59,14 +60,13 @@ PARAMETERS_CELL = """\
 profile = "local\""""
 
 
-def imports_cell(modules: str = "common as studies") -> str:
-    """Imports, the display helpers every notebook uses, and the profile banner."""
+def imports_cell(study: str) -> str:
+    """Imports (sorted as ruff's isort wants them), the display helpers, and the profile banner."""
     return f"""\
 from IPython.display import Image, Markdown, display
 
-from supersede_lib.studies import {modules}
-from supersede_lib.studies.report import markdown_table
-from supersede_lib.studies.common import profile_banner
+from supersede_lib.studies import {study}
+from supersede_lib.studies.common import markdown_table, profile_banner
 
 
 def show(frame, title=None):
@@ -85,7 +85,7 @@ display(Markdown(profile_banner(profile)))"""
 
 
 def _notebook(
-    title: str, intro: str, cells: list, install: str | None = None, modules: str = "common as studies"
+    title: str, intro: str, cells: list, *, study: str, install: str | None = None
 ) -> nbformat.NotebookNode:
     parameters = new_code_cell(PARAMETERS_CELL)
     parameters.metadata["tags"] = ["parameters"]
@@ -94,7 +94,7 @@ def _notebook(
             new_code_cell(install or install_cell()),
             new_markdown_cell(f"# {title}\n\n{intro}"),
             parameters,
-            new_code_cell(imports_cell(modules)),
+            new_code_cell(imports_cell(study)),
             *cells,
         ],
         metadata={
@@ -114,7 +114,7 @@ def data_notebook() -> nbformat.NotebookNode:
         "~48 sessions per question); with the offline/smoke profiles they describe the synthetic stand-in.",
         [
             new_code_cell(
-                "overview = studies.data_overview(profile)\nshow(overview.summary_table, 'Per split / episode set')"
+                "overview = data_overview.data_overview(profile)\nshow(overview.summary_table, 'Per split / episode set')"
             ),
             new_markdown_cell(
                 "Per-question statistics (first rows of each set; the full CSVs are in the output folder)."
@@ -135,10 +135,11 @@ def data_notebook() -> nbformat.NotebookNode:
             ),
             new_code_cell(
                 "from supersede_lib.present import explorer\n\n"
-                "explorer.episode_explorer(overview.episodes, studies.latest_trajectories(profile))"
+                "explorer.episode_explorer(overview.episodes, data_overview.latest_trajectories(profile))"
             ),
             new_code_cell("print('outputs:', overview.output_dir)"),
         ],
+        study="data_overview",
     )
 
 
@@ -151,7 +152,7 @@ def isolation_notebook() -> nbformat.NotebookNode:
         "bounded agent are classified automatically from its trajectories.",
         [
             new_code_cell(
-                "result = studies.run_isolation(profile)\nshow(result.table, 'Table 1 (one model)')"
+                "result = isolation.run_isolation(profile)\nshow(result.table, 'Table 1 (one model)')"
             ),
             new_code_cell("show(result.accuracy, 'Accuracy with 95% Wilson intervals')\nresult.mcnemar"),
             new_code_cell("show_figure(result.figures['accuracy'])"),
@@ -168,6 +169,7 @@ def isolation_notebook() -> nbformat.NotebookNode:
             new_code_cell("show(result.examples.head(10), 'Full context right, bounded memory wrong')"),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
+        study="isolation",
     )
 
 
@@ -177,7 +179,7 @@ def frontier_notebook() -> nbformat.NotebookNode:
         "The isolation comparison for every model in the profile's `frontier.models`, on the same questions. "
         "The paper's models and ours sit in separate columns and separate figure panels.",
         [
-            new_code_cell("result = studies.run_frontier(profile)\nshow(result.table, 'Table 1')"),
+            new_code_cell("result = frontier.run_frontier(profile)\nshow(result.table, 'Table 1')"),
             new_code_cell("show(result.accuracy, 'Accuracy with 95% Wilson intervals')"),
             new_code_cell("show_figure(result.figures['figure2'])"),
             new_code_cell(
@@ -187,6 +189,7 @@ def frontier_notebook() -> nbformat.NotebookNode:
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
+        study="frontier",
     )
 
 
@@ -198,7 +201,7 @@ def scale_notebook() -> nbformat.NotebookNode:
         "proportional budget recovers nothing although the answers change, the failure tracks conversation "
         "length rather than the compression ratio. Graded by the programmatic matcher throughout.",
         [
-            new_code_cell("result = studies.run_scale(profile)\nshow(result.table, 'Table 2')"),
+            new_code_cell("result = scale.run_scale(profile)\nshow(result.table, 'Table 2')"),
             new_code_cell(
                 "show(result.accuracy, 'Accuracy per condition')\n"
                 "print(f'answers differ between the two long conditions: {result.answers_differ}/{result.answers_compared}')\n"
@@ -213,6 +216,7 @@ def scale_notebook() -> nbformat.NotebookNode:
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
+        study="scale",
     )
 
 
@@ -226,7 +230,7 @@ def environment_notebook() -> nbformat.NotebookNode:
         "check: explicit templated timelines in full context, which the paper found trivial for frontier models.",
         [
             new_code_cell(
-                "result = studies.run_environment_validation(profile)\n"
+                "result = environment_validation.run_environment_validation(profile)\n"
                 "show(result.table, 'Environment validation')\n"
                 "print('all rollouts terminated:', result.all_terminated)"
             ),
@@ -234,12 +238,13 @@ def environment_notebook() -> nbformat.NotebookNode:
             new_code_cell("show(result.saturation_table, 'Synthetic saturation')"),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
+        study="environment_validation",
     )
 
 
 def training_notebook() -> nbformat.NotebookNode:
     return _notebook(
-        "06 · GRPO with Unsloth-accelerated LoRA (paper §5.3, Figure 4a)",
+        "06 · GRPO with LoRA, Unsloth-accelerated on a GPU (paper §5.3, Figure 4a)",
         "The bounded-memory agent is trained with GRPO (TRL's `GRPOTrainer`, LoRA) on procedural supersession "
         "episodes. Every rollout comes from the same rollout core as evaluation: one notes rewrite per session, "
         "then the answer from the notes alone, and each turn is trained on exactly the prompt the policy saw. "
@@ -255,7 +260,7 @@ def training_notebook() -> nbformat.NotebookNode:
                 "rollouts of the groups succeed, so the advantage does not vanish."
             ),
             new_code_cell(
-                "result = training_study.run_training(profile)\n"
+                "result = training.run_training(profile)\n"
                 "print('device:', result.summary['device'])\n"
                 "show(result.runs_table, 'Training runs')\n"
                 "show(result.paper_table, 'Training: the paper beside ours')"
@@ -265,12 +270,12 @@ def training_notebook() -> nbformat.NotebookNode:
                 "What the policy wrote at the last step (final notes and answer, with the reward)."
             ),
             new_code_cell(
-                "show(training_study.sample_rollouts(result, per_run=4, at='last'), 'Last-step rollouts')"
+                "show(training.sample_rollouts(result, per_run=4, at='last'), 'Last-step rollouts')"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
+        study="training",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
-        modules="training as training_study",
     )
 
 
@@ -284,10 +289,10 @@ def transfer_notebook() -> nbformat.NotebookNode:
         "tensor). Each checkpoint is compared with the base on the same questions (paired McNemar).",
         [
             new_code_cell(
-                "result = training_study.run_transfer(profile)\n"
+                "result = transfer.run_transfer(profile)\n"
                 "show(result.table, 'Table 3 (ours)')\n"
                 "show(result.paper_table, 'Table 3 (paper, quoted)')\n"
-                "print(training_study.transfer_summary_line(result))"
+                "print(transfer.transfer_summary_line(result))"
             ),
             new_code_cell("show_figure(result.figures['figure4b'])"),
             new_markdown_cell(
@@ -301,8 +306,8 @@ def transfer_notebook() -> nbformat.NotebookNode:
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],
+        study="transfer",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
-        modules="training as training_study",
     )
 
 
@@ -312,7 +317,7 @@ NOTEBOOKS = {
     "03_frontier.ipynb": frontier_notebook,
     "04_scale.ipynb": scale_notebook,
     "05_environment_validation.ipynb": environment_notebook,
-    "06_grpo_unsloth.ipynb": training_notebook,
+    "06_grpo_training.ipynb": training_notebook,
     "07_transfer_eval.ipynb": transfer_notebook,
 }
 

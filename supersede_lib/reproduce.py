@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from supersede_lib.studies import profiles
+from supersede_lib.studies import profiles, report
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
 KERNEL_NAME = "python3"
@@ -110,9 +110,7 @@ def reproduce(
         run.executed.append(output)
         log(f"[{index}/{len(paths)}] {notebook.name} done in {run.seconds[notebook.name]:.1f} s -> {output}")
     if write_report:
-        from supersede_lib.studies.report import write_report as write
-
-        run.report = write(profile)
+        run.report = report.write_report(profile)
         log(f"report: {run.report}")
     run.total_s = time.perf_counter() - started
     log(f"{len(paths)} notebook(s) for profile {profile} in {run.total_s:.1f} s")

@@ -24,7 +24,7 @@ STUDY_NOTEBOOKS = (
     "03_frontier",
     "04_scale",
     "05_environment_validation",
-    "06_grpo_unsloth",
+    "06_grpo_training",
     "07_transfer_eval",
 )
 
@@ -143,13 +143,13 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
             if "accuracy" in number["name"]:
                 assert 0.0 <= number["value"] <= 1.0, (name, number)
     isolation = json.loads((root / "02_isolation" / "summary.json").read_text())
-    n = profiles.load_profile("smoke")["isolation"]["episodes"]["n"]
+    n = profiles.load_profile("smoke").isolation.episodes.n
     assert {number["n"] for number in isolation["numbers"] if "accuracy" in number["name"]} == {n}
     environment = json.loads((root / "05_environment_validation" / "summary.json").read_text())
     assert environment["all_terminated"] is True
     smoke = profiles.load_profile("smoke")
-    runs = len(smoke["training"]["seeds"]) * len(smoke["training"]["curricula"])
-    training = json.loads((root / "06_grpo_unsloth" / "summary.json").read_text())
+    runs = len(smoke.training.seeds) * len(smoke.training.curricula)
+    training = json.loads((root / "06_grpo_training" / "summary.json").read_text())
     assert len(training["runs"]) == runs
     for trained in training["runs"].values():
         assert trained["final_step"] >= 1 and trained["stop_reason"] in ("max_steps", "zero_advantage")
@@ -160,9 +160,9 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
     assert all(adapter["differs_only_by_adapter"] for adapter in transfer["adapters"].values())
     accuracies = [number for number in transfer["numbers"] if number["name"].endswith("accuracy")]
     assert len(accuracies) == checkpoints + 1  # base + every checkpoint
-    assert {number["n"] for number in accuracies} == {smoke["transfer"]["episodes"]["n"]}
+    assert {number["n"] for number in accuracies} == {smoke.transfer.episodes.n}
     assert all(0.0 <= number["value"] <= 1.0 for number in accuracies)
-    for figure in ("06_grpo_unsloth/figure4a_training_reward.png", "07_transfer_eval/figure4b_transfer.png"):
+    for figure in ("06_grpo_training/figure4a_training_reward.png", "07_transfer_eval/figure4b_transfer.png"):
         assert (root / figure).stat().st_size > 0
     report = (root / "REPORT.md").read_text()
     assert run.report == root / "REPORT.md"

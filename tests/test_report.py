@@ -61,7 +61,7 @@ def test_report_holds_tables_numbers_config_and_training_sections(tmp_path: Path
     }
     (isolation / "full_context__model-x.manifest.json").write_text(json.dumps(manifest))
     (isolation / "accuracy.png").write_bytes(b"png")
-    training = root / "06_grpo_unsloth"
+    training = root / "06_grpo_training"
     training.mkdir()
     (training / "reward_curve.md").write_text("| step | reward |\n| --- | --- |\n| 1 | 0.5 |\n")
 

@@ -17,10 +17,16 @@ import pytest
 
 from supersede_lib.episode import Episode, Session, Turn
 from supersede_lib.eval.run_files import read_trajectories
+from supersede_lib.eval.runner import RunSettings
 from supersede_lib.models.chat import ChatResult
 from supersede_lib.present.explorer import episode_explorer, episode_step_html, index_trajectories
-from supersede_lib.studies import common as studies
-from supersede_lib.studies import paper_results, profiles
+from supersede_lib.rollout import CONDITIONS
+from supersede_lib.studies import common, paper_results, profiles
+from supersede_lib.studies import data_overview as data_overview_study
+from supersede_lib.studies import environment_validation as environment_study
+from supersede_lib.studies import frontier as frontier_study
+from supersede_lib.studies import isolation as isolation_study
+from supersede_lib.studies import scale as scale_study
 
 SMOKE = profiles.load_profile("smoke")
 
@@ -34,23 +40,23 @@ def output_root(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def isolation(output_root: Path) -> studies.IsolationResult:
-    return studies.run_isolation("smoke", progress=False)
+def isolation(output_root: Path) -> isolation_study.IsolationResult:
+    return isolation_study.run_isolation("smoke", progress=False)
 
 
 @pytest.fixture(scope="module")
-def frontier(output_root: Path) -> studies.FrontierResult:
-    return studies.run_frontier("smoke", progress=False)
+def frontier(output_root: Path) -> frontier_study.FrontierResult:
+    return frontier_study.run_frontier("smoke", progress=False)
 
 
 @pytest.fixture(scope="module")
-def scale(output_root: Path) -> studies.ScaleResult:
-    return studies.run_scale("smoke", progress=False)
+def scale(output_root: Path) -> scale_study.ScaleResult:
+    return scale_study.run_scale("smoke", progress=False)
 
 
 @pytest.fixture(scope="module")
-def environment(output_root: Path) -> studies.EnvironmentValidationResult:
-    return studies.run_environment_validation("smoke", progress=False)
+def environment(output_root: Path) -> environment_study.EnvironmentValidationResult:
+    return environment_study.run_environment_validation("smoke", progress=False)
 
 
 def _summary(directory: Path) -> dict:
@@ -78,10 +84,10 @@ def _table_text(directory: Path, name: str) -> str:
 # ------------------------------------------------------------------ 02 isolation
 
 
-def test_isolation_files_accuracy_and_mcnemar_agree(isolation: studies.IsolationResult) -> None:
+def test_isolation_files_accuracy_and_mcnemar_agree(isolation: isolation_study.IsolationResult) -> None:
     directory = isolation.output_dir
-    assert directory == profiles.OUTPUT_ROOT / "smoke" / studies.NOTEBOOK_ISOLATION
-    n = SMOKE["isolation"]["episodes"]["n"]
+    assert directory == profiles.OUTPUT_ROOT / "smoke" / common.NOTEBOOK_ISOLATION
+    n = SMOKE.isolation.episodes.n
     assert isolation.n == n
     for run in isolation.comparison.run_names.values():
         for suffix in (".csv", ".trajectories.jsonl", ".manifest.json"):
@@ -89,7 +95,7 @@ def test_isolation_files_accuracy_and_mcnemar_agree(isolation: studies.Isolation
     per_question = pd.read_csv(directory / "per_question.csv")
     assert len(per_question) == n and per_question["episode_id"].is_unique
     accuracy = pd.read_csv(directory / "accuracy.csv").set_index("condition")
-    for condition in studies.CONDITIONS:
+    for condition in CONDITIONS:
         value = accuracy.loc[condition, "accuracy"]
         assert 0.0 <= accuracy.loc[condition, "ci_low"] <= value <= accuracy.loc[condition, "ci_high"] <= 1.0
         assert value == pytest.approx(per_question[f"correct_{condition}"].mean())
@@ -101,7 +107,9 @@ def test_isolation_files_accuracy_and_mcnemar_agree(isolation: studies.Isolation
     assert (directory / "accuracy.png").stat().st_size > 1000
 
 
-def test_isolation_table_keeps_paper_and_ours_in_separate_columns(isolation: studies.IsolationResult) -> None:
+def test_isolation_table_keeps_paper_and_ours_in_separate_columns(
+    isolation: isolation_study.IsolationResult,
+) -> None:
     directory = isolation.output_dir
     header = _table_text(directory, "table1_isolation.md").splitlines()[0]
     paper = f"paper (gpt-4.1-mini, LongMemEval, n={paper_results.TABLE1_N})"
@@ -109,21 +117,21 @@ def test_isolation_table_keeps_paper_and_ours_in_separate_columns(isolation: stu
     assert header == f"| measure | {paper} | {ours} |"
     table = pd.read_csv(directory / "table1_isolation.csv").set_index("measure")
     row = paper_results.TABLE1_ISOLATION[0]
-    assert table.loc["full context accuracy [95% Wilson]", paper] == studies.percent(row["full_context"])
+    assert table.loc["full context accuracy [95% Wilson]", paper] == common.percent(row["full_context"])
     assert table.loc["McNemar b (full right, bounded wrong)", paper] == str(row["mcnemar_b"])
     assert table.loc["McNemar b (full right, bounded wrong)", ours] == str(isolation.mcnemar["b"])
     ours_full = table.loc["full context accuracy [95% Wilson]", ours]
-    assert ours_full.startswith(studies.percent(isolation.comparison.accuracy_of("full_context")))
-    assert table.loc["grader", ours] == studies.MATCHER
+    assert ours_full.startswith(common.percent(isolation.comparison.accuracy_of("full_context")))
+    assert table.loc["grader", ours] == common.MATCHER
 
 
-def test_isolation_summary_and_failure_breakdown(isolation: studies.IsolationResult) -> None:
+def test_isolation_summary_and_failure_breakdown(isolation: isolation_study.IsolationResult) -> None:
     directory = isolation.output_dir
     summary = _summary(directory)
     numbers = _numbers(summary)
     full = numbers[("accuracy full_context", "fake-heuristic-server")]
     assert full["value"] == pytest.approx(isolation.comparison.accuracy_of("full_context"))
-    assert full["data"] == "synthetic, hard preset" and full["grader"] == studies.MATCHER
+    assert full["data"] == "synthetic, hard preset" and full["grader"] == common.MATCHER
     trajectories = read_trajectories(
         directory / f"{isolation.comparison.run_names['bounded_memory']}.trajectories.jsonl"
     )
@@ -138,9 +146,11 @@ def test_isolation_summary_and_failure_breakdown(isolation: studies.IsolationRes
 # ------------------------------------------------------------------ 03 frontier
 
 
-def test_frontier_covers_every_model_with_paper_columns_apart(frontier: studies.FrontierResult) -> None:
+def test_frontier_covers_every_model_with_paper_columns_apart(
+    frontier: frontier_study.FrontierResult,
+) -> None:
     directory = frontier.output_dir
-    models = [spec["name"] for spec in SMOKE["frontier"]["models"]]
+    models = [spec["name"] for spec in SMOKE.frontier.models]
     accuracy = pd.read_csv(directory / "accuracy.csv")
     assert sorted(accuracy["model"].unique()) == sorted(models)
     assert len(accuracy) == 2 * len(models)
@@ -167,18 +177,18 @@ def test_frontier_covers_every_model_with_paper_columns_apart(frontier: studies.
 # ------------------------------------------------------------------ 04 scale
 
 
-def test_scale_conditions_budgets_and_answer_differences(scale: studies.ScaleResult) -> None:
+def test_scale_conditions_budgets_and_answer_differences(scale: scale_study.ScaleResult) -> None:
     directory = scale.output_dir
     accuracy = pd.read_csv(directory / "accuracy.csv").set_index("condition")
-    assert list(accuracy.index) == list(studies.SCALE_CONDITIONS)
+    assert list(accuracy.index) == list(scale_study.SCALE_CONDITIONS)
     assert accuracy["accuracy"].between(0, 1).all()
-    assert accuracy.loc["short_fixed", "mean_notes_budget_chars"] == SMOKE["scale"]["notes_budget_chars"]
-    per_session = SMOKE["scale"]["chars_per_session"]
+    assert accuracy.loc["short_fixed", "mean_notes_budget_chars"] == SMOKE.scale.notes_budget_chars
+    per_session = SMOKE.scale.chars_per_session
     long_row = accuracy.loc["long_per_session"]
     assert long_row["mean_notes_budget_chars"] == pytest.approx(per_session * long_row["mean_sessions"])
-    extra = SMOKE["scale"]["long"]["extra_distractor_sessions"]
+    extra = SMOKE.scale.long.extra_distractor_sessions
     assert long_row["mean_sessions"] == pytest.approx(accuracy.loc["short_fixed", "mean_sessions"] + extra)
-    n = SMOKE["scale"]["long"]["n"]
+    n = SMOKE.scale.long.n
     assert scale.n == n and 0 <= scale.answers_differ <= scale.answers_compared == n
     runs = {
         name: pd.read_csv(directory / f"{name}__fake-heuristic-server.csv", keep_default_na=False)
@@ -204,10 +214,10 @@ def test_scale_conditions_budgets_and_answer_differences(scale: studies.ScaleRes
 
 
 def test_environment_rollouts_terminate_and_match_the_runner(
-    environment: studies.EnvironmentValidationResult,
+    environment: environment_study.EnvironmentValidationResult,
 ) -> None:
     directory = environment.output_dir
-    n = SMOKE["environment"]["episodes"]["n"]
+    n = SMOKE.environment.episodes.n
     rollouts = pd.read_csv(directory / "environment_rollouts.csv")
     assert len(rollouts) == environment.n == n
     assert environment.all_terminated and rollouts["terminated"].all()
@@ -220,22 +230,22 @@ def test_environment_rollouts_terminate_and_match_the_runner(
     assert environment.answers_identical == n
     text = _table_text(directory, "environment_validation.md")
     assert f"paper (gpt-4.1-mini, LongMemEval, n={paper_results.TABLE1_N})" in text
-    assert studies.percent(paper_results.ENVIRONMENT_MATCHER_ACCURACY) in text
+    assert common.percent(paper_results.ENVIRONMENT_MATCHER_ACCURACY) in text
     assert f"{n}/{n}" in text
 
 
 def test_saturation_check_runs_full_context_on_templated_episodes(
-    environment: studies.EnvironmentValidationResult,
+    environment: environment_study.EnvironmentValidationResult,
 ) -> None:
-    spec = SMOKE["saturation"]["episodes"]
-    assert len(environment.saturation) == spec["n"]
+    spec = SMOKE.saturation.episodes
+    assert len(environment.saturation) == spec.n
     assert set(environment.saturation["condition"]) == {"full_context"}
     assert environment.saturation_accuracy == pytest.approx(
         (environment.saturation["verdict"] == "correct").mean()
     )
     numbers = _numbers(_summary(environment.output_dir))
     saturation = numbers[("saturation full_context accuracy", "fake-heuristic-server")]
-    assert saturation["n"] == spec["n"] and saturation["data"] == studies.episodes_label(spec)
+    assert saturation["n"] == spec.n and saturation["data"] == spec.label
     assert "paper (frontier models, templated synthetic)" in _table_text(
         environment.output_dir, "saturation.md"
     )
@@ -247,11 +257,11 @@ def test_saturation_check_runs_full_context_on_templated_episodes(
 def test_data_overview_statistics_and_generator_samples(output_root: Path) -> None:
     from supersede_lib.data import synthetic
 
-    overview = studies.data_overview("smoke")
+    overview = data_overview_study.data_overview("smoke")
     directory = overview.output_dir
     assert (directory / "statistics_summary.md").exists() and (directory / "generator_samples.json").exists()
-    isolation_label = studies.episodes_label(SMOKE["isolation"]["episodes"])
-    assert len(overview.statistics[isolation_label]) == SMOKE["isolation"]["episodes"]["n"]
+    isolation_label = SMOKE.isolation.episodes.label
+    assert len(overview.statistics[isolation_label]) == SMOKE.isolation.episodes.n
     presets = [*synthetic.DIFFICULTY_LADDER, synthetic.EXPLICIT_TEMPLATED]
     assert list(overview.generator_samples["difficulty"]) == presets
     samples = json.loads((directory / "generator_samples.json").read_text())
@@ -265,15 +275,15 @@ def test_data_overview_statistics_and_generator_samples(output_root: Path) -> No
     assert numbers[("questions", isolation_label)]["value"] == len(isolation_stats)
     mean_sessions = numbers[("mean n_sessions per question", isolation_label)]
     assert mean_sessions["value"] == pytest.approx(isolation_stats["n_sessions"].mean())
-    long_label = studies.episodes_label(SMOKE["scale"]["long"])
+    long_label = SMOKE.scale.long.label
     assert numbers[("mean n_sessions per question", long_label)]["value"] == pytest.approx(
-        overview.statistics[studies.episodes_label(SMOKE["scale"]["short"])]["n_sessions"].mean()
-        + SMOKE["scale"]["long"]["extra_distractor_sessions"]
+        overview.statistics[SMOKE.scale.short.label]["n_sessions"].mean()
+        + SMOKE.scale.long.extra_distractor_sessions
     )
 
 
-def test_latest_trajectories_reads_the_isolation_run(isolation: studies.IsolationResult) -> None:
-    trajectories = studies.latest_trajectories("smoke")
+def test_latest_trajectories_reads_the_isolation_run(isolation: isolation_study.IsolationResult) -> None:
+    trajectories = data_overview_study.latest_trajectories("smoke")
     assert trajectories is not None
     assert {trajectory["episode_id"] for trajectory in trajectories} == set(
         isolation.comparison.per_question["episode_id"]
@@ -385,11 +395,11 @@ class ScriptedModel:
 def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) -> None:
     episodes = [_city_episode(index) for index in range(4)]
     model = ScriptedModel(full_right={"ep-0", "ep-1", "ep-2"}, bounded_right={"ep-0", "ep-3"})
-    comparison = studies.compare_conditions(
-        episodes, model, directory=tmp_path, concurrency=2, progress=False
+    comparison = common.compare_conditions(
+        episodes, model, RunSettings(concurrency=2), directory=tmp_path, progress=False
     )
 
-    assert comparison.n == 4 and comparison.grader == studies.MATCHER
+    assert comparison.n == 4 and comparison.grader == common.MATCHER
     assert comparison.accuracy_of("full_context") == 0.75 and comparison.accuracy_of("bounded_memory") == 0.5
     assert (comparison.mcnemar["b"], comparison.mcnemar["c"], comparison.mcnemar["n"]) == (2, 1, 4)
     assert comparison.mcnemar["p_exact"] == pytest.approx(1.0)  # 2 vs 1 discordant: no evidence
@@ -405,10 +415,10 @@ def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) ->
     }
     assert (tmp_path / f"{comparison.run_names['bounded_memory']}.trajectories.jsonl").exists()
 
-    ours = studies.ours_label("scripted", "toy", "unit", 4)
-    table = studies.isolation_table(comparison, ours, paper_results.TABLE1_ISOLATION[0], "paper").set_index(
-        "measure"
-    )
+    ours = common.ours_label("scripted", "toy", "unit", 4)
+    table = isolation_study.isolation_table(
+        comparison, ours, paper_results.TABLE1_ISOLATION[0], "paper"
+    ).set_index("measure")
     assert table.loc["full context accuracy [95% Wilson]", ours].startswith("75.0% [")
     assert table.loc["gap (points)", ours] == "25.0" and table.loc["gap (points)", "paper"] == "19.0"
 
@@ -421,11 +431,11 @@ def test_correct_column_uses_the_judge_only_when_asked() -> None:
             "judge_correct": pd.Series([False, True], dtype=object),
         }
     )
-    assert list(studies.correct_column(frame, use_judge=False)) == [True, False]
-    assert list(studies.correct_column(frame, use_judge=True)) == [False, True]
+    assert list(common.correct_column(frame, use_judge=False)) == [True, False]
+    assert list(common.correct_column(frame, use_judge=True)) == [False, True]
     frame.loc[1, "judge_correct"] = None
     with pytest.raises(ValueError, match=r"field 'judge_correct'.*\['b'\]"):
-        studies.correct_column(frame, use_judge=True)
+        common.correct_column(frame, use_judge=True)
 
 
 LONGMEMEVAL_SAMPLES = profiles.REPO_ROOT.parent / "shared" / "longmemeval-samples"
@@ -447,7 +457,7 @@ def test_data_overview_on_real_longmemeval_records(tmp_path: Path, monkeypatch: 
         "smoke",
         {"isolation": {"episodes": oracle}, "scale": {"short": oracle, "long": {**oracle, "split": "s"}}},
     )
-    overview = studies.data_overview(profile)
+    overview = data_overview_study.data_overview(profile)
     assert list(overview.statistics) == [
         "LongMemEval knowledge-update, oracle",
         "LongMemEval knowledge-update, s",

@@ -11,29 +11,33 @@ import pytest
 
 pytest.importorskip("trl")
 
-from supersede_lib.studies import profiles
+from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
+from supersede_lib.studies import transfer as transfer_study  # noqa: E402
+from supersede_lib.studies.profiles import Profile, validate_profile  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 
 
-def _profile(**training: object) -> dict:
-    return {"name": "unit", "training": {"preset": "smoke", **training}, "transfer": {}}
+def _profile(**training: object) -> Profile:
+    return validate_profile(
+        {"name": "unit", "model": {}, "training": {"preset": "smoke", **training}}, "unit.yaml"
+    )
 
 
 # ----------------------------------------------------------------------------- configuration
 
 
 def test_training_block_defaults_and_errors_name_the_field() -> None:
-    block = training_study.training_block(_profile())
-    assert block["seeds"] == [0] and block["curricula"] == ["fixed"] and block["overrides"] == {}
+    block = _profile().training
+    assert block.seeds == [0] and block.curricula == ["fixed"] and block.overrides == {}
     with pytest.raises(profiles.ProfileError, match="training.preset"):
-        training_study.training_block({"name": "unit", "training": {}})
+        validate_profile({"name": "unit", "model": {}, "training": {}}, "unit.yaml")
     with pytest.raises(profiles.ProfileError, match="training.curricula.*sometimes"):
-        training_study.training_block(_profile(curricula=["fixed", "sometimes"]))
+        _profile(curricula=["fixed", "sometimes"])
     with pytest.raises(profiles.ProfileError, match="training.seeds"):
-        training_study.training_block(_profile(seeds=[0, -1]))
+        _profile(seeds=[0, -1])
     with pytest.raises(profiles.ProfileError, match="training.seeds"):
-        training_study.training_block(_profile(seeds=[]))
+        _profile(seeds=[])
 
 
 def test_each_curriculum_arm_gets_its_own_ignored_run_folder(monkeypatch, tmp_path: Path) -> None:
@@ -43,19 +47,18 @@ def test_each_curriculum_arm_gets_its_own_ignored_run_folder(monkeypatch, tmp_pa
     adaptive = training_study.training_config_for(profile, "adaptive")
     assert (fixed.curriculum, adaptive.curriculum) == ("fixed", "adaptive")
     assert fixed.learning_rate == adaptive.learning_rate == 3e-4 and fixed.max_steps == 7
-    assert Path(fixed.output_dir) == tmp_path / "unit" / "06_grpo_unsloth" / "runs" / "fixed"
+    assert Path(fixed.output_dir) == tmp_path / "unit" / "06_grpo_training" / "runs" / "fixed"
     assert fixed.replace(curriculum="adaptive", output_dir=adaptive.output_dir) == adaptive
     gitignore = (profiles.REPO_ROOT / ".gitignore").read_text()
-    assert "outputs/*/06_grpo_unsloth/runs/" in gitignore  # adapters are never committed
+    assert "outputs/*/06_grpo_training/runs/" in gitignore  # adapters are never committed
 
 
 def test_every_profile_names_a_valid_training_block() -> None:
     for name in profiles.PROFILES:
         profile = profiles.load_profile(name)
-        block = training_study.training_block(profile)
-        for curriculum in block["curricula"]:
+        for curriculum in profile.require("training").curricula:
             assert isinstance(training_study.training_config_for(profile, curriculum), TrainingConfig)
-        assert profile["transfer"]["episodes"]["n"] >= 1
+        assert profile.require("transfer").episodes.n >= 1
 
 
 # ----------------------------------------------------------------------------- Table 3 arithmetic
@@ -64,7 +67,7 @@ def test_every_profile_names_a_valid_training_block() -> None:
 def test_checkpoint_row_counts_against_the_base_by_hand() -> None:
     base = pd.Series([True, True, False, False, False, False, False, False, False, False])
     trained = pd.Series([True, False, True, True, True, False, False, False, False, False])
-    row = training_study.checkpoint_row("fixed__seed-0__step-4", "fixed", 0, 4, trained, base)
+    row = transfer_study.checkpoint_row("fixed__seed-0__step-4", "fixed", 0, 4, trained, base)
     assert (row["correct"], row["n"]) == (4, 10)
     assert row["vs_base_points"] == pytest.approx(20.0)
     assert (row["base_only_right"], row["trained_only_right"]) == (1, 3)
@@ -90,7 +93,7 @@ def test_seed_aggregate_averages_seeds_on_the_same_questions() -> None:
         [("base", None, None, 0)]
         + [(run, "fixed", int(run[12]), int(run[-1])) for run in correct if run != "base"]
     )
-    by_step = training_study.seed_aggregate(correct, checkpoints).set_index("step")
+    by_step = transfer_study.seed_aggregate(correct, checkpoints).set_index("step")
     assert by_step.loc[2, "seeds"] == 2
     assert by_step.loc[2, "mean_accuracy"] == pytest.approx(0.75)
     assert (by_step.loc[2, "min_over_seeds"], by_step.loc[2, "max_over_seeds"]) == (0.5, 1.0)
@@ -114,7 +117,7 @@ def test_curriculum_comparison_pairs_final_checkpoints_per_seed() -> None:
             ("adaptive__seed-0__step-4", "adaptive", 0, 4),
         ]
     )
-    table = training_study.curriculum_comparison(correct, checkpoints)
+    table = transfer_study.curriculum_comparison(correct, checkpoints)
     seed_row = table[table["seed"] == 0].iloc[0]
     assert (seed_row["fixed step"], seed_row["fixed accuracy"], seed_row["adaptive accuracy"]) == (
         4,
@@ -125,21 +128,21 @@ def test_curriculum_comparison_pairs_final_checkpoints_per_seed() -> None:
     pooled = table[table["seed"] == "all (pooled)"].iloc[0]
     assert pooled["adaptive - fixed (95% CI)"].startswith("+40.0 pts")
     only_fixed = checkpoints[checkpoints["curriculum"] != "adaptive"]
-    assert training_study.curriculum_comparison(correct, only_fixed).empty  # nothing to compare
+    assert transfer_study.curriculum_comparison(correct, only_fixed).empty  # nothing to compare
 
 
 def test_table3_keeps_the_base_row_plain_and_the_paper_apart() -> None:
     base = pd.Series([True, False, False, False])
     rows = [
-        training_study.checkpoint_row("base", None, None, 0, base, base),
-        training_study.checkpoint_row("fixed__seed-0__step-4", "fixed", 0, 4, pd.Series([True] * 4), base),
+        transfer_study.checkpoint_row("base", None, None, 0, base, base),
+        transfer_study.checkpoint_row("fixed__seed-0__step-4", "fixed", 0, 4, pd.Series([True] * 4), base),
     ]
     frame = pd.DataFrame(rows)
     frame["run_group"] = [run.split("__step-")[0] for run in frame["run"]]
-    table = training_study.table3(frame)
+    table = transfer_study.table3(frame)
     assert table.loc[0, "checkpoint"] == "base (untrained)" and table.loc[0, "vs. base"] == "—"
     assert table.loc[1, "accuracy"] == "4/4 = 100.0%" and table.loc[1, "vs. base"] == "+75.0"
-    paper = training_study.paper_table3()
+    paper = transfer_study.paper_table3()
     assert paper["oracle accuracy"].tolist()[-1] == "13/78 = 16.7%"
     assert paper["vs. baseline"].tolist()[-1] == "+7.7"
 
@@ -174,7 +177,7 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory):
 
 def test_training_study_writes_committable_files_without_adapters(tiny_study) -> None:
     profile, training, root = tiny_study
-    directory = root / "smoke" / "06_grpo_unsloth"
+    directory = root / "smoke" / "06_grpo_training"
     assert training.output_dir == directory
     for suffix in ("metrics.jsonl", "rollouts.jsonl", "run_summary.json", "training_config.json"):
         assert (directory / f"fixed__seed-0.{suffix}").exists(), suffix
@@ -190,23 +193,23 @@ def test_training_study_writes_committable_files_without_adapters(tiny_study) ->
 
 def test_transfer_evaluates_base_and_every_checkpoint(tiny_study) -> None:
     profile, _, root = tiny_study
-    result = training_study.run_transfer(profile, progress=False)
+    result = transfer_study.run_transfer(profile, progress=False)
     assert result.checkpoints["run"].tolist() == ["base", "fixed__seed-0__step-1"]
     assert result.n == 2 and set(result.checkpoints["n"]) == {2}
     summary = json.loads((root / "smoke" / "07_transfer_eval" / "summary.json").read_text())
     assert all(adapter["differs_only_by_adapter"] for adapter in summary["adapters"].values())
     assert (result.output_dir / "table3_transfer.md").read_text().startswith("| checkpoint |")
-    assert "not distinguishable" in training_study.transfer_summary_line(result) or "p < 0.05" in (
-        training_study.transfer_summary_line(result)
+    assert "not distinguishable" in transfer_study.transfer_summary_line(result) or "p < 0.05" in (
+        transfer_study.transfer_summary_line(result)
     )
 
 
 def test_checkpoints_are_cached_under_their_adapter_content_not_their_run() -> None:
     # two arms that never diverged write bit-identical adapters: one evaluation serves both
-    same = training_study._checkpoint_model_name("base", "ab" * 32)
-    assert same == training_study._checkpoint_model_name("base", "ab" * 32)
-    assert same != training_study._checkpoint_model_name("base", "cd" + "ab" * 31)
-    assert same != training_study._checkpoint_model_name("other-base", "ab" * 32)
+    same = transfer_study._checkpoint_model_name("base", "ab" * 32)
+    assert same == transfer_study._checkpoint_model_name("base", "ab" * 32)
+    assert same != transfer_study._checkpoint_model_name("base", "cd" + "ab" * 31)
+    assert same != transfer_study._checkpoint_model_name("other-base", "ab" * 32)
 
 
 def test_transfer_refuses_a_checkpoint_whose_base_weights_differ(tiny_study, monkeypatch) -> None:
@@ -220,10 +223,10 @@ def test_transfer_refuses_a_checkpoint_whose_base_weights_differ(tiny_study, mon
 
     monkeypatch.setattr(hf_model.HFChatModel, "base_fingerprint", tampered)
     with pytest.raises(AssertionError, match="base weights differ"):
-        training_study.run_transfer(profile, progress=False)
+        transfer_study.run_transfer(profile, progress=False)
 
 
 def test_transfer_without_training_says_to_run_06_first(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     with pytest.raises(FileNotFoundError, match="run notebook 06"):
-        training_study.run_transfer("smoke", progress=False)
+        transfer_study.run_transfer("smoke", progress=False)

@@ -23,6 +23,8 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
+from supersede_lib.eval.diagnostics import FAILURE_CLASSES  # noqa: E402
+
 CONDITION_LABELS = {"full_context": "full context", "bounded_memory": "bounded memory"}
 FAILURE_COLORS = {
     "correct": "#4c9a5b",
@@ -149,8 +151,6 @@ def scale_figure(
 
 def failure_breakdown_figure(counts: pd.DataFrame, *, group: str = "model", title: str = "") -> Figure:
     """Stacked bars: share of each failure class per group (from `diagnostics.failure_counts`)."""
-    from supersede_lib.eval.diagnostics import FAILURE_CLASSES
-
     if group not in counts.columns:
         raise KeyError(f"failure_breakdown_figure needs a {group!r} column; got {list(counts.columns)}")
     sns.set_theme(style="whitegrid")
@@ -261,7 +261,7 @@ def transfer_figure(
     """Figure 4b: held-out accuracy by training step, per run (Wilson 95%) and the mean over seeds.
 
     The base model is drawn at step 0 for every curriculum. With several seeds the mean line carries
-    a band from resampling questions (`training_study.seed_aggregate`).
+    a band from resampling questions (`studies.transfer.seed_aggregate`).
     """
     sns.set_theme(style="whitegrid")
     columns = 2 if paper is not None else 1

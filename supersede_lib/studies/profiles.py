@@ -1,7 +1,10 @@
 """Run profiles: which data, models and sizes each study uses (configs/<profile>.yaml).
 
-A notebook asks this module for its episodes and models instead of building them itself,
-so `paper`, `local`, `offline` and `smoke` differ only in their YAML file.
+`load_profile(name)` reads one YAML file into a frozen, validated `Profile`: an unknown key or a
+bad value fails with one line naming the file, the key path and what is allowed. A notebook asks
+the profile for its block (`profile.require("isolation")`), and this module for its episodes and
+models, so `paper`, `local`, `offline` and `smoke` differ only in their YAML file. Defaults live
+here and nowhere else: the notes budget is the paper's, concurrency the runner's.
 """
 
 from __future__ import annotations
@@ -10,17 +13,30 @@ import atexit
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, field_validator
 
-from supersede_lib.episode import Episode
+from supersede_lib.data.episodes import EpisodeSpec
+from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.gguf import resolve_default_gguf
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel
+from supersede_lib.models.spec import make_chat_model
+from supersede_lib.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.train.config import CURRICULUM_MODES, PRESETS, TrainingConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
 PROFILES = ("smoke", "offline", "local", "paper")
+
+Count = Annotated[int, Strict(), Field(ge=1)]
+Seed = Annotated[int, Strict(), Field(ge=0)]
+ModelSpec = dict[str, Any]  # checked by models.spec.make_chat_model when the model is built
 
 _fake_servers: list[Any] = []  # kept alive for the process; closed at exit
 
@@ -29,17 +45,239 @@ class ProfileError(ValueError):
     """A profile file is missing or malformed."""
 
 
-def load_profile(name_or_path: str | os.PathLike = "local", overrides: dict[str, Any] | None = None) -> dict:
-    """Read configs/<name>.yaml (or a YAML path) and deep-merge `overrides` into it."""
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IsolationBlock(_Block):
+    """02: full context vs bounded memory on these episodes."""
+
+    episodes: EpisodeSpec
+    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+
+
+class FrontierBlock(_Block):
+    """03: the isolation comparison for every model in `models`."""
+
+    episodes: EpisodeSpec
+    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+    models: list[ModelSpec] = Field(min_length=1)
+
+
+class ScaleBlock(_Block):
+    """04: short vs long history at a fixed budget, and long history at `chars_per_session` per session."""
+
+    short: EpisodeSpec
+    long: EpisodeSpec
+    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+    chars_per_session: Count = PAPER_CHARS_PER_SESSION
+
+
+class EnvironmentBlock(_Block):
+    """05: the verifiers environment end to end on these episodes."""
+
+    episodes: EpisodeSpec
+    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+
+
+class SaturationBlock(_Block):
+    """05: full context on explicit templated timelines."""
+
+    episodes: EpisodeSpec
+
+
+class TrainingBlock(_Block):
+    """06: one GRPO run per (curriculum, seed) from a `TrainingConfig` preset plus `overrides`."""
+
+    preset: Literal[PRESETS]
+    seeds: list[Seed] = Field(default=[0], min_length=1)
+    curricula: list[Literal[CURRICULUM_MODES]] = Field(default=["fixed"], min_length=1)
+    overrides: dict[str, Any] = Field(default_factory=dict)  # any TrainingConfig field
+
+    @field_validator("overrides")
+    @classmethod
+    def _known_training_fields(cls, overrides: dict[str, Any]) -> dict[str, Any]:
+        known = set(TrainingConfig.__dataclass_fields__)
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainingConfig field(s) {', '.join(unknown)}")
+        return overrides
+
+
+class TransferBlock(_Block):
+    """07: base and every checkpoint on these held-out episodes (budget: the training run's if unset)."""
+
+    episodes: EpisodeSpec
+    notes_budget_chars: Count | None = None
+
+
+class OverviewBlock(_Block):
+    """01: how many LongMemEval questions the statistics cover (None: every one of the type)."""
+
+    longmemeval_n: Count | None = None
+
+
+class Profile(_Block):
+    """One configs/<name>.yaml: shared settings, then one block per study (absent: that study cannot run)."""
+
+    name: str
+    description: str = ""
+    data_label: str = ""
+    model: ModelSpec
+    judge: ModelSpec | None = None
+    concurrency: Count = DEFAULT_CONCURRENCY
+    cache_path: str | None = None
+    overview: OverviewBlock = OverviewBlock()
+    isolation: IsolationBlock | None = None
+    frontier: FrontierBlock | None = None
+    scale: ScaleBlock | None = None
+    environment: EnvironmentBlock | None = None
+    saturation: SaturationBlock | None = None
+    training: TrainingBlock | None = None
+    transfer: TransferBlock | None = None
+    _source: str = PrivateAttr(default="<profile>")
+
+    @property
+    def source(self) -> str:
+        """The file the profile was read from, as error messages name it."""
+        return self._source
+
+    def require(self, section: str) -> Any:
+        """The block a study needs; a one-line `ProfileError` naming the file and key when it is absent."""
+        block = getattr(self, section)
+        if block is None:
+            raise ProfileError(f"{self.source}: {section}: missing (this study needs a '{section}:' block)")
+        return block
+
+    def as_config(self, *sections: str) -> dict[str, Any]:
+        """The named blocks as written in the file (no filled-in defaults), for a summary.json."""
+        config = {}
+        for section in sections:
+            value = getattr(self, section)
+            config[section] = (
+                value.model_dump(mode="json", exclude_unset=True) if isinstance(value, BaseModel) else value
+            )
+        return config
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _model_class(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (`X`, `X | None`, `list[X]`), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in getattr(annotation, "__args__", ()):
+        found = _model_class(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _allowed_keys(model: type[BaseModel]) -> tuple[str, ...]:
+    allowed = getattr(model, "allowed_keys", None)
+    return tuple(allowed()) if allowed is not None else tuple(model.model_fields)
+
+
+def _key_path(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
+    """`isolation.episodes.n` from a pydantic error location, and the model owning its last key.
+
+    Union members and validator tags in the location (e.g. 'int', 'list[...]') are not keys: skipped.
+    """
+    path: list[str] = []
+    current: type[BaseModel] | None = Profile
+    owner: type[BaseModel] = Profile
+    for part in loc:
+        if isinstance(part, int):
+            if path:
+                path[-1] += f"[{part}]"
+            continue
+        if current is None:
+            continue
+        fields = current.model_fields
+        if part == "generator_overrides":
+            continue
+        owner = current
+        path.append(str(part))
+        current = _model_class(fields[part].annotation) if part in fields else None
+    return ".".join(path), owner
+
+
+def _describe(error: dict[str, Any], owner: type[BaseModel]) -> str:
+    kind, context, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "extra_forbidden":
+        return f"unknown key (allowed: {', '.join(_allowed_keys(owner))})"
+    if kind == "missing":
+        return "missing (required)"
+    got = f" (got {value!r})"
+    messages = {
+        "int_type": "must be an integer",
+        "string_type": "must be a string",
+        "list_type": "must be a list",
+        "dict_type": "must be a mapping",
+        "model_type": "must be a mapping",
+        "bool_type": "must be true or false",
+        "greater_than_equal": f"must be >= {context.get('ge')}",
+        "too_short": f"must have at least {context.get('min_length')} item(s)",
+        "literal_error": f"must be one of {context.get('expected')}",
+    }
+    if kind in messages:
+        return messages[kind] + got
+    return str(error["msg"]).removeprefix("Value error, ") + got
+
+
+def validation_message(error: ValidationError, source: str) -> str:
+    """One line: `<file>: <key path>: <what is wrong and what is allowed>` for each problem."""
+    problems: dict[str, str] = {}
+    for item in error.errors():
+        path, owner = _key_path(item["loc"])
+        problems.setdefault(path or "(top level)", _describe(item, owner))
+    return f"{source}: " + "; ".join(f"{path}: {problem}" for path, problem in problems.items())
+
+
+def validate_profile(data: Any, source: str = "<profile>") -> Profile:
+    """A `Profile` from a plain mapping (as read from YAML); `ProfileError` names `source` and the key."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{source}: a profile is a mapping of keys (name, model, isolation, ...)")
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as error:
+        raise ProfileError(validation_message(error, source)) from None
+    profile._source = source
+    return profile
+
+
+def load_profile(
+    name_or_path: str | os.PathLike = "local", overrides: dict[str, Any] | None = None
+) -> Profile:
+    """Read configs/<name>.yaml (or a YAML path), deep-merge `overrides` into it, and validate."""
     path = Path(name_or_path)
     if not path.suffix:
         path = CONFIG_DIR / f"{name_or_path}.yaml"
     if not path.exists():
         raise ProfileError(f"no profile {name_or_path!r}: expected {path} (choices: {', '.join(PROFILES)})")
-    profile = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(profile, dict) or "name" not in profile:
-        raise ProfileError(f"{path}: a profile is a mapping with at least a 'name' field")
-    return _deep_merge(profile, overrides or {})
+    source = _display_path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ProfileError(f"{source}:{where}: YAML syntax error: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ProfileError(f"{source}: a profile is a mapping of keys (name, model, isolation, ...)")
+    return validate_profile(_deep_merge(data, overrides or {}), source)
+
+
+def as_profile(profile: str | os.PathLike | Profile) -> Profile:
+    """A loaded profile as is; a name or path loaded."""
+    return profile if isinstance(profile, Profile) else load_profile(profile)
 
 
 def _deep_merge(base: dict, overrides: dict) -> dict:
@@ -52,69 +290,31 @@ def _deep_merge(base: dict, overrides: dict) -> dict:
     return merged
 
 
-def output_dir(profile: dict, notebook: str) -> Path:
+def output_dir(profile: Profile, notebook: str) -> Path:
     """outputs/<profile>/<notebook>/, created on demand."""
-    path = OUTPUT_ROOT / profile["name"] / notebook
+    path = OUTPUT_ROOT / profile.name / notebook
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def cache_path(profile: dict) -> Path:
+def cache_path(profile: Profile) -> Path:
     """The profile's persistent response cache (a re-run of a finished study is free)."""
-    path = Path(profile.get("cache_path") or OUTPUT_ROOT / profile["name"] / "cache" / "responses.sqlite")
+    path = Path(profile.cache_path or OUTPUT_ROOT / profile.name / "cache" / "responses.sqlite")
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def episodes_for(spec: dict[str, Any]) -> list[Episode]:
-    """Episodes for one study from an `episodes:` block of a profile.
-
-    `source: longmemeval` reads the split (`oracle`/`s`) and keeps the first `n` items;
-    `source: synthetic` generates `n` episodes of a difficulty preset; `extra_distractor_sessions`
-    lengthens each episode with distractor sessions (the synthetic scale study's long history).
-    """
-    spec = dict(spec)
-    source = spec.pop("source", "synthetic")
-    count = spec.pop("n", None)
-    if source == "longmemeval":
-        from supersede_lib.data.longmemeval import load_longmemeval
-
-        return load_longmemeval(
-            split=spec.get("split", "oracle"),
-            question_type=spec.get("question_type", "knowledge-update"),
-            local_path=spec.get("local_path"),
-            limit=count,
-        )
-    if source == "synthetic":
-        from supersede_lib.data import synthetic
-
-        extra = spec.pop("extra_distractor_sessions", 0)
-        episodes = synthetic.generate_episodes(
-            count or 8, seed=spec.pop("seed", 0), difficulty=spec.pop("difficulty", "medium"), **spec
-        )
-        if extra:
-            episodes = [synthetic.add_distractor_sessions(episode, extra) for episode in episodes]
-        return episodes
-    raise ProfileError(f"unknown episode source {source!r}; expected 'longmemeval' or 'synthetic'")
-
-
-def model_for(spec: dict[str, Any], profile: dict | None = None, use_cache: bool = True) -> ChatModel:
+def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool = True) -> ChatModel:
     """Build a ChatModel from a model spec, wrapped in the profile's response cache.
 
     `backend: fake` starts the deterministic local fake server (smoke profile only).
     `backend: embedded` with `model_file` looks the GGUF up in SUPERSEDE_MODEL_DIR /
     ~/.cache/supersede/models, else downloads the default from the hub.
     """
-    from supersede_lib.models.gguf import resolve_default_gguf
-    from supersede_lib.models.openai_api import OpenAIChatModel
-    from supersede_lib.models.spec import make_chat_model
-
     spec = dict(spec)
     name = spec.pop("name", None)
     backend = spec.get("backend", "embedded")
     if backend == "fake":
-        from supersede_lib.models.local_server import LocalOpenAIServer
-
         server = LocalOpenAIServer()
         server.__enter__()
         _fake_servers.append(server)
@@ -129,8 +329,6 @@ def model_for(spec: dict[str, Any], profile: dict | None = None, use_cache: bool
             spec["name"] = name
         model = make_chat_model(spec)
     if use_cache and profile is not None:
-        from supersede_lib.models.cache import CachedChatModel, ResponseCache
-
         model = CachedChatModel(model, ResponseCache(cache_path(profile)))
     return model
 

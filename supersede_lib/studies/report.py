@@ -19,40 +19,35 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.eval.run_files import git_commit
 from supersede_lib.studies import profiles
+from supersede_lib.studies.common import (
+    NOTEBOOK_DATA,
+    NOTEBOOK_ENVIRONMENT,
+    NOTEBOOK_FRONTIER,
+    NOTEBOOK_ISOLATION,
+    NOTEBOOK_SCALE,
+    NOTEBOOK_TRAINING,
+    NOTEBOOK_TRANSFER,
+    STUDY_SUMMARY_FILE,
+    markdown_table,
+)
 
 STUDY_SECTIONS = (
-    ("01_data", "01 · Data: LongMemEval knowledge-update and the procedural generator"),
-    ("02_isolation", "02 · Isolation: full context vs bounded memory (paper §5.1, Table 1)"),
-    ("03_frontier", "03 · Frontier: the gap across models (paper Table 1, Figure 2)"),
-    ("04_scale", "04 · Scale, not size (paper §5.2, Table 2, Figure 3)"),
-    ("05_environment_validation", "05 · Environment validation and synthetic saturation (paper §4, §5.2)"),
-    ("06_grpo_unsloth", "06 · GRPO training (paper §5.3, Figure 4a)"),
-    ("07_transfer_eval", "07 · Transfer evaluation (paper Table 3, Figure 4b)"),
+    (NOTEBOOK_DATA, "01 · Data: LongMemEval knowledge-update and the procedural generator"),
+    (NOTEBOOK_ISOLATION, "02 · Isolation: full context vs bounded memory (paper §5.1, Table 1)"),
+    (NOTEBOOK_FRONTIER, "03 · Frontier: the gap across models (paper Table 1, Figure 2)"),
+    (NOTEBOOK_SCALE, "04 · Scale, not size (paper §5.2, Table 2, Figure 3)"),
+    (NOTEBOOK_ENVIRONMENT, "05 · Environment validation and synthetic saturation (paper §4, §5.2)"),
+    (NOTEBOOK_TRAINING, "06 · GRPO training (paper §5.3, Figure 4a)"),
+    (NOTEBOOK_TRANSFER, "07 · Transfer evaluation (paper Table 3, Figure 4b)"),
 )
-SUMMARY_FILE = "summary.json"
 REPORT_FILE = "REPORT.md"
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table of `frame` as displayed (cells via str, '|' escaped)."""
-
-    def cell(value: Any) -> str:
-        if value is None or (isinstance(value, float) and pd.isna(value)):
-            return "—"
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    columns = [str(column) for column in frame.columns]
-    lines = ["| " + " | ".join(cell(column) for column in columns) + " |"]
-    lines.append("| " + " | ".join("---" for _ in columns) + " |")
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(cell(value) for value in row) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def read_summary(study_dir: Path) -> dict[str, Any] | None:
     """The study's summary.json, or None when the study has not been run."""
-    path = study_dir / SUMMARY_FILE
+    path = study_dir / STUDY_SUMMARY_FILE
     if not path.exists():
         return None
     return json.loads(path.read_text(encoding="utf-8"))
@@ -152,17 +147,11 @@ def _profile_yaml(profile_name: str) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else f"(no {path})"
 
 
-def _git() -> dict[str, Any]:
-    from supersede_lib.eval.run_files import git_commit
-
-    return git_commit()
-
-
 def build_report(profile_name: str, output_root: Path | None = None) -> str:
     """The REPORT.md text for a profile, from the files under outputs/<profile>/."""
     profile = profiles.load_profile(profile_name)
     root = Path(output_root or profiles.OUTPUT_ROOT) / profile_name
-    git = _git()
+    git = git_commit()
     known = {name for name, _ in STUDY_SECTIONS}
     extra = sorted(
         path.name
@@ -176,11 +165,11 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         f"`outputs/{profile_name}/` by `python -m supersede_lib.studies.report --profile {profile_name}`; "
         f"git commit `{git.get('commit')}`{' (uncommitted changes)' if git.get('dirty') else ''}.",
         "",
-        f"Profile: {profile.get('description', '')} Data: **{profile.get('data_label', '?')}**.",
+        f"Profile: {profile.description} Data: **{profile.data_label or '?'}**.",
         "",
         "Numbers labelled *ours* were measured by this repository with the model, data, profile and n "
         "named beside them. Numbers labelled *paper* are quoted from the Supersede paper "
-        "(`supersede_lib/paper_results.py`); they sit in separate columns and are never mixed with ours.",
+        "(`supersede_lib/studies/paper_results.py`); they sit in separate columns and are never mixed with ours.",
         "",
     ]
     for name, title in (*STUDY_SECTIONS, *((name, name) for name in extra)):

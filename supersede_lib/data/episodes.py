@@ -1,0 +1,94 @@
+"""One `episodes:` block of a profile: `EpisodeSpec` says which episodes, `load_episodes` builds them.
+
+`source: longmemeval` reads a split (`oracle`, `s`, `m`) and keeps the first `n` questions of a type;
+`source: synthetic` generates `n` episodes of a difficulty preset, with any `GeneratorConfig` field
+as an override (e.g. `n_sessions: [4, 5]`) and optionally `extra_distractor_sessions` more sessions
+per episode (the scale study's long history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_serializer, model_validator
+
+from supersede_lib.data import synthetic
+from supersede_lib.data.longmemeval import SPLITS, load_longmemeval
+from supersede_lib.episode import Episode
+
+DEFAULT_SYNTHETIC_N = 8
+GENERATOR_FIELDS = tuple(item.name for item in fields(synthetic.GeneratorConfig) if item.name != "name")
+DIFFICULTIES = (*synthetic.DIFFICULTY_LADDER, synthetic.EXPLICIT_TEMPLATED)
+
+Count = Annotated[int, Strict(), Field(ge=1)]
+NonNegative = Annotated[int, Strict(), Field(ge=0)]
+
+
+class EpisodeSpec(BaseModel):
+    """Which episodes a study asks: their source, how many, and how they are generated or read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Literal["synthetic", "longmemeval"] = "synthetic"
+    n: Count | None = None  # None: every LongMemEval question of the type, or DEFAULT_SYNTHETIC_N
+    # LongMemEval
+    split: Literal[SPLITS] = "oracle"
+    question_type: str | None = "knowledge-update"
+    local_path: str | None = None
+    # synthetic
+    difficulty: Literal[DIFFICULTIES] = "medium"
+    seed: NonNegative = 0
+    extra_distractor_sessions: NonNegative = 0
+    generator_overrides: dict[str, Any] = Field(default_factory=dict)  # GeneratorConfig fields
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_generator_fields(cls, data: Any) -> Any:
+        """`GeneratorConfig` fields sit beside the other keys in YAML; gather them into one dict."""
+        if not isinstance(data, Mapping):
+            return data
+        overrides = {key: value for key, value in data.items() if key in GENERATOR_FIELDS}
+        if not overrides:
+            return data
+        rest = {key: value for key, value in data.items() if key not in GENERATOR_FIELDS}
+        return {**rest, "generator_overrides": {**rest.get("generator_overrides", {}), **overrides}}
+
+    @model_serializer(mode="wrap")
+    def _flatten_generator_fields(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        data.update(data.pop("generator_overrides", None) or {})
+        return data
+
+    @classmethod
+    def allowed_keys(cls) -> tuple[str, ...]:
+        """The keys an `episodes:` block may hold (generator overrides sit at the top level)."""
+        return (*(name for name in cls.model_fields if name != "generator_overrides"), *GENERATOR_FIELDS)
+
+    @property
+    def label(self) -> str:
+        """What the episodes are, in words (e.g. 'LongMemEval knowledge-update, oracle')."""
+        if self.source == "longmemeval":
+            return f"LongMemEval {self.question_type}, {self.split}"
+        label = f"synthetic, {self.difficulty} preset"
+        if self.extra_distractor_sessions:
+            label += f", +{self.extra_distractor_sessions} distractor sessions"
+        return label
+
+
+def load_episodes(spec: EpisodeSpec | Mapping[str, Any]) -> list[Episode]:
+    """The episodes of one `episodes:` block (an `EpisodeSpec` or the same keys as a dict)."""
+    spec = spec if isinstance(spec, EpisodeSpec) else EpisodeSpec.model_validate(dict(spec))
+    if spec.source == "longmemeval":
+        return load_longmemeval(
+            split=spec.split, question_type=spec.question_type, local_path=spec.local_path, limit=spec.n
+        )
+    episodes = synthetic.generate_episodes(
+        spec.n or DEFAULT_SYNTHETIC_N, seed=spec.seed, difficulty=spec.difficulty, **spec.generator_overrides
+    )
+    if spec.extra_distractor_sessions:
+        episodes = [
+            synthetic.add_distractor_sessions(episode, spec.extra_distractor_sessions) for episode in episodes
+        ]
+    return episodes

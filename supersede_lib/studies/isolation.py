@@ -1,0 +1,161 @@
+"""Notebook 02 (paper §5.1, Table 1): full context vs bounded memory for one model, paired McNemar, failures.
+
+`run_isolation(profile)` = `run_isolation_conditions` (both conditions on the profile's
+`isolation.episodes`) → `analyse_isolation` (Table 1 beside the paper's gpt-4.1-mini row, failure
+classes, examples) → `write_isolation` (CSVs, tables, figures, summary.json).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.runner import RunSettings
+from supersede_lib.studies import common, paper_results, profiles
+from supersede_lib.studies.profiles import IsolationBlock, Profile
+
+
+@dataclass
+class IsolationResult(common.StudyResult):
+    """Notebook 02: full context vs bounded memory on the same questions, one model."""
+
+    profile: Profile
+    model: str
+    data_label: str
+    n: int
+    grader: str
+    comparison: common.ConditionComparison
+    table: pd.DataFrame  # ours beside the paper's gpt-4.1-mini row (Table 1)
+    failure_counts: pd.DataFrame
+    examples: pd.DataFrame  # questions full context got right and bounded memory got wrong
+
+    @property
+    def accuracy(self) -> pd.DataFrame:
+        return self.comparison.accuracy
+
+    @property
+    def mcnemar(self) -> dict[str, Any]:
+        return self.comparison.mcnemar
+
+
+def isolation_table(
+    comparison: common.ConditionComparison, ours_header: str, paper_row: dict, paper_header: str
+) -> pd.DataFrame:
+    """Table 1 for one model: rows are measures, one column for the paper and one for us."""
+    acc = comparison.accuracy.set_index("condition")
+
+    def ours_accuracy(condition: str) -> str:
+        row = acc.loc[condition]
+        return f"{common.percent(row['accuracy'])} [{common.percent(row['ci_low'])}, {common.percent(row['ci_high'])}]"
+
+    gap_ours = acc.loc["full_context", "accuracy"] - acc.loc["bounded_memory", "accuracy"]
+    gap_paper = paper_row["full_context"] - paper_row["bounded_memory"]
+    test = comparison.mcnemar
+    rows = [
+        (
+            "full context accuracy [95% Wilson]",
+            common.percent(paper_row["full_context"]),
+            ours_accuracy("full_context"),
+        ),
+        (
+            f"bounded memory (B={comparison.notes_budget_chars}) accuracy",
+            common.percent(paper_row["bounded_memory"]),
+            ours_accuracy("bounded_memory"),
+        ),
+        ("gap (points)", f"{100 * gap_paper:.1f}", f"{100 * gap_ours:.1f}"),
+        ("McNemar b (full right, bounded wrong)", paper_row.get("mcnemar_b") or "—", test["b"]),
+        ("McNemar c (bounded right, full wrong)", paper_row.get("mcnemar_c") or "—", test["c"]),
+        (
+            "p, chi² with continuity correction",
+            common.format_pvalue(paper_row.get("p_chi2_corrected")),
+            common.format_pvalue(test["p_chi2_corrected"]),
+        ),
+        ("p, exact binomial", "—", common.format_pvalue(test["p_exact"])),
+        ("grader", "LLM judge (gpt-4o-2024-08-06, LongMemEval protocol)", comparison.grader),
+    ]
+    return pd.DataFrame(rows, columns=["measure", paper_header, ours_header]).astype(str)
+
+
+def run_isolation_conditions(profile: str | Profile, *, progress: bool = True) -> common.ConditionComparison:
+    """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder)."""
+    profile = profiles.as_profile(profile)
+    block: IsolationBlock = profile.require("isolation")
+    return common.compare_conditions(
+        load_episodes(block.episodes),
+        profiles.model_for(profile.model, profile),
+        RunSettings(notes_budget_chars=block.notes_budget_chars, concurrency=profile.concurrency),
+        directory=profiles.output_dir(profile, common.NOTEBOOK_ISOLATION),
+        judge=common.judge_for(profile),
+        progress=progress,
+    )
+
+
+def analyse_isolation(profile: str | Profile, comparison: common.ConditionComparison) -> IsolationResult:
+    """Table 1 for the profile's model beside the paper's, failure classes, and telling examples."""
+    profile = profiles.as_profile(profile)
+    data = profile.require("isolation").episodes.label
+    ours_header = common.ours_label(comparison.model, data, profile.name, comparison.n)
+    paper_row = paper_results.TABLE1_ISOLATION[0]
+    paper_header = common.paper_label(paper_row["model"], paper_results.TABLE1_N)
+    paired = comparison.per_question
+    examples = paired[paired["correct_full_context"] & ~paired["correct_bounded_memory"]][
+        ["episode_id", "question", "gold", "answer_full_context", "answer_bounded_memory", "final_notes"]
+    ]
+    return IsolationResult(
+        profile=profile,
+        model=comparison.model,
+        data_label=data,
+        n=comparison.n,
+        grader=comparison.grader,
+        comparison=comparison,
+        table=isolation_table(comparison, ours_header, paper_row, paper_header),
+        failure_counts=common.failure_counts_table(comparison.failures, ("model",)),
+        examples=examples,
+    )
+
+
+def write_isolation(result: IsolationResult, directory: Path | None = None) -> IsolationResult:
+    """Write 02's CSVs, tables, figures and summary.json; returns `result` with them filled in."""
+    from supersede_lib.present import plots
+
+    profile, comparison, counts = result.profile, result.comparison, result.failure_counts
+    directory = directory or profiles.output_dir(profile, common.NOTEBOOK_ISOLATION)
+    tables = [common.write_table(directory, "table1_isolation", result.table)]
+    comparison.accuracy.to_csv(directory / "accuracy.csv", index=False)
+    (directory / "mcnemar.json").write_text(json.dumps(comparison.mcnemar, indent=2) + "\n", encoding="utf-8")
+    comparison.per_question.to_csv(directory / "per_question.csv", index=False)
+    tables.append(common.write_failures(directory, comparison.failures, counts))
+    result.examples.to_csv(directory / "examples_full_right_bounded_wrong.csv", index=False)
+
+    ours_title = f"ours: {result.model}\n{result.data_label}, {profile.name}, n={result.n}"
+    figure = plots.accuracy_by_model_figure(comparison.accuracy, ours_title)
+    result.figures["accuracy"] = plots.save_figure(figure, directory / "accuracy.png")
+    if not counts.empty:
+        figure = plots.failure_breakdown_figure(counts, title=f"bounded memory failures ({result.model})")
+        result.figures["failures"] = plots.save_figure(figure, directory / "failure_breakdown.png")
+
+    meta = {"model": result.model, "data": result.data_label, "profile": profile.name, "n": result.n}
+    numbers = common.comparison_numbers(comparison, result.data_label, profile.name)
+    for row in counts.to_dict("records"):
+        for failure, count in row.items():
+            if failure not in ("model", "total"):
+                numbers.append(
+                    common.headline_number(
+                        f"failures {failure}", int(count), **{**meta, "n": int(row["total"])}
+                    )
+                )
+    config = profile.as_config("isolation", "model", "judge")
+    extra = {"mcnemar": comparison.mcnemar, "runs": comparison.run_names}
+    return common.record_summary(result, directory, common.NOTEBOOK_ISOLATION, numbers, tables, config, extra)
+
+
+def run_isolation(profile: str | Profile, *, progress: bool = True) -> IsolationResult:
+    """Paper §5.1 on the profile's model: full context vs bounded memory, paired McNemar, failures."""
+    profile = profiles.as_profile(profile)
+    comparison = run_isolation_conditions(profile, progress=progress)
+    return write_isolation(analyse_isolation(profile, comparison))

@@ -1,0 +1,442 @@
+"""Notebook 07 (paper Table 3, Figure 4b): the base model and every GRPO checkpoint on held-out episodes.
+
+`run_transfer(profile)` = `evaluate_checkpoints` (the runs notebook 06 left on disk; base and each
+adapter through the ordinary bounded-memory runner, so harness, prompts and matcher are those of
+studies 02-05; each checkpoint must differ from the base only by its adapter) → `analyse_transfer`
+(accuracy and McNemar against the base, mean over seeds by step, fixed vs adaptive curriculum,
+Table 3 beside the paper's) → `write_transfer` (CSVs, tables, Figure 4b, summary.json).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.runner import RunSettings, run_condition
+from supersede_lib.eval.stats import paired_bootstrap_diff
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
+from supersede_lib.studies import paper_results, profiles
+from supersede_lib.studies.common import (
+    MATCHER,
+    NOTEBOOK_TRAINING,
+    NOTEBOOK_TRANSFER,
+    StudyResult,
+    accuracy_row,
+    headline_number,
+    mcnemar_dict,
+    percent,
+    record_summary,
+    release_model,
+    write_table,
+)
+from supersede_lib.studies.profiles import Profile, TrainingBlock, TransferBlock
+from supersede_lib.studies.training import PAPER_MODEL, TrainedRun, model_label, training_config_for
+from supersede_lib.train.config import CURRICULUM_MODES, SUMMARY_FILE
+from supersede_lib.train.run import read_run_summary, resolve_base_model, run_dir_for
+
+
+@dataclass
+class TransferRuns:
+    """What notebook 07 evaluated: every model's per-question correctness and where it came from."""
+
+    profile: Profile
+    runs: list[TrainedRun]
+    base_path: str
+    base_fingerprint: str
+    notes_budget_chars: int
+    n: int
+    evaluated: list[dict[str, Any]] = field(default_factory=list)  # run, curriculum, seed, step; base first
+    correct_by_model: dict[str, pd.Series] = field(default_factory=dict)  # run -> correct per question
+    adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> adapter path, sha256, check
+
+    def add(
+        self,
+        run_name: str,
+        frame: pd.DataFrame,
+        curriculum: str | None = None,
+        seed: int | None = None,
+        step: int = 0,
+    ) -> None:
+        """Record one evaluated model's per-question correctness (matcher verdicts)."""
+        self.correct_by_model[run_name] = frame["verdict"].eq("correct")
+        self.evaluated.append({"run": run_name, "curriculum": curriculum, "seed": seed, "step": step})
+
+
+@dataclass
+class TransferResult(StudyResult):
+    """Notebook 07: base and every checkpoint on held-out episodes (Table 3, Figure 4b)."""
+
+    profile: Profile
+    model: str
+    data_label: str
+    n: int
+    checkpoints: pd.DataFrame  # one row per evaluated model: run, step, accuracy, McNemar vs base
+    by_step: pd.DataFrame  # per curriculum and step: mean over seeds with an interval
+    curricula: pd.DataFrame  # fixed vs adaptive at the final checkpoint
+    table: pd.DataFrame  # Table 3 (ours)
+    paper_table: pd.DataFrame  # Table 3 (paper)
+    raw: TransferRuns
+
+
+def finished_runs(profile: Profile) -> list[TrainedRun]:
+    """The runs 06 left on disk for this profile (with their checkpoints); raises when there are none."""
+    block: TrainingBlock = profile.require("training")
+    runs = []
+    for curriculum in block.curricula:
+        config = training_config_for(profile, curriculum)
+        for seed in block.seeds:
+            summary = run_dir_for(config, seed) / SUMMARY_FILE
+            if not summary.exists():
+                raise FileNotFoundError(
+                    f"no finished training run at {summary.parent}: run notebook 06 ({NOTEBOOK_TRAINING}) for "
+                    f"profile {profile.name!r} first"
+                )
+            run = TrainedRun(curriculum, seed, config, read_run_summary(summary))
+            if not run.checkpoints:
+                raise FileNotFoundError(f"{summary.parent} holds no adapter checkpoint: re-run notebook 06")
+            runs.append(run)
+    return runs
+
+
+def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
+    # named by the adapter's content, not its run: a retrained adapter never reuses cached replies,
+    # and bit-identical adapters (two arms that never diverged, a resumed run) share them
+    return f"{base_name}+lora@{adapter_sha[:16]}"
+
+
+def _evaluate(
+    model: Any, episodes: list, directory: Path, run_name: str, budget: int, progress: bool
+) -> pd.DataFrame:
+    return run_condition(
+        episodes,
+        "bounded_memory",
+        model,
+        RunSettings(notes_budget_chars=budget, concurrency=1),  # one local model: calls would only queue
+        output_dir=directory,
+        run_name=run_name,
+        progress=progress,
+    ).frame
+
+
+def checkpoint_row(
+    run: str, curriculum: str | None, seed: int | None, step: int, correct: pd.Series, base_correct: pd.Series
+) -> dict[str, Any]:
+    """Accuracy of one evaluated model, its Wilson interval, and McNemar against the base model."""
+    row = accuracy_row(run, "bounded_memory", correct.tolist(), MATCHER)
+    test = mcnemar_dict(base_correct.tolist(), correct.tolist())  # b: base right only; c: trained right only
+    return {
+        "run": run,
+        "curriculum": curriculum,
+        "seed": seed,
+        "step": step,
+        "n": row["n"],
+        "correct": row["correct"],
+        "accuracy": row["accuracy"],
+        "ci_low": row["ci_low"],
+        "ci_high": row["ci_high"],
+        "vs_base_points": 100 * (row["accuracy"] - float(base_correct.mean())),
+        "base_only_right": test["b"],
+        "trained_only_right": test["c"],
+        "p_exact": test["p_exact"],
+        "p_chi2_corrected": test["p_chi2_corrected"],
+    }
+
+
+def seed_aggregate(
+    correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame, n_resamples: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """Per curriculum and step: mean accuracy over seeds, with a 95% interval from resampling questions.
+
+    Every seed's run is evaluated on the same questions, so one resample of question indices is
+    applied to all seeds at once; with one seed this is a plain bootstrap of that run's accuracy.
+    """
+    rows = []
+    trained = checkpoints[checkpoints["curriculum"].notna()]
+    rng = np.random.default_rng(seed)
+    for (curriculum, step), group in trained.groupby(["curriculum", "step"], sort=True):
+        matrix = np.array([correct_by_model[run].to_numpy(dtype=float) for run in group["run"]])
+        per_seed = matrix.mean(axis=1)
+        indices = rng.integers(0, matrix.shape[1], size=(n_resamples, matrix.shape[1]))
+        resampled = matrix[:, indices].mean(axis=2).mean(axis=0)
+        rows.append(
+            {
+                "curriculum": curriculum,
+                "step": int(step),
+                "seeds": len(group),
+                "mean_accuracy": float(per_seed.mean()),
+                "ci_low": float(np.quantile(resampled, 0.025)),
+                "ci_high": float(np.quantile(resampled, 0.975)),
+                "min_over_seeds": float(per_seed.min()),
+                "max_over_seeds": float(per_seed.max()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def curriculum_comparison(correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """Fixed vs adaptive at each run's final checkpoint: per seed McNemar, pooled bootstrap difference."""
+    trained = checkpoints[checkpoints["curriculum"].notna()]
+    final = trained.loc[trained.groupby("run_group")["step"].idxmax()] if len(trained) else trained
+    if set(final.get("curriculum", [])) != set(CURRICULUM_MODES):
+        return pd.DataFrame()
+    rows, fixed_all, adaptive_all = [], [], []
+    for seed, group in final.groupby("seed"):
+        by_curriculum = group.set_index("curriculum")
+        if not set(CURRICULUM_MODES) <= set(by_curriculum.index):
+            continue
+        fixed = correct_by_model[by_curriculum.loc["fixed", "run"]]
+        adaptive = correct_by_model[by_curriculum.loc["adaptive", "run"]]
+        fixed_all += fixed.tolist()
+        adaptive_all += adaptive.tolist()
+        test = mcnemar_dict(fixed.tolist(), adaptive.tolist())
+        rows.append(
+            {
+                "seed": int(seed),
+                "fixed step": int(by_curriculum.loc["fixed", "step"]),
+                "adaptive step": int(by_curriculum.loc["adaptive", "step"]),
+                "fixed accuracy": float(fixed.mean()),
+                "adaptive accuracy": float(adaptive.mean()),
+                "fixed only right": test["b"],
+                "adaptive only right": test["c"],
+                "p_exact": test["p_exact"],
+            }
+        )
+    if rows:
+        pooled = paired_bootstrap_diff(adaptive_all, fixed_all)
+        rows.append(
+            {
+                "seed": "all (pooled)",
+                "fixed step": "final",
+                "adaptive step": "final",
+                "fixed accuracy": float(np.mean(fixed_all)),
+                "adaptive accuracy": float(np.mean(adaptive_all)),
+                "fixed only right": int(
+                    sum(f and not a for f, a in zip(fixed_all, adaptive_all, strict=True))
+                ),
+                "adaptive only right": int(
+                    sum(a and not f for f, a in zip(fixed_all, adaptive_all, strict=True))
+                ),
+                "p_exact": float("nan"),
+                "adaptive - fixed (95% CI)": f"{100 * pooled.diff:+.1f} pts "
+                f"[{100 * pooled.low:+.1f}, {100 * pooled.high:+.1f}]",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def table3(checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """Table 3 (ours): correct/n, accuracy and the change against the base model, McNemar p values."""
+    rows = []
+    for row in checkpoints.itertuples(index=False):
+        is_base = row.run == "base"
+        rows.append(
+            {
+                "checkpoint": "base (untrained)" if is_base else f"{row.run_group} step {row.step}",
+                "accuracy": f"{row.correct}/{row.n} = {percent(row.accuracy)}",
+                "95% CI": f"{percent(row.ci_low)}-{percent(row.ci_high)}",
+                "vs. base": "—" if is_base else f"{row.vs_base_points:+.1f}",
+                "McNemar b/c (base only / trained only)": "—"
+                if is_base
+                else f"{row.base_only_right}/{row.trained_only_right}",
+                "p exact": "—" if is_base else f"{row.p_exact:.4f}",
+                "p chi2 (corrected)": "—" if is_base else f"{row.p_chi2_corrected:.4f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def paper_table3() -> pd.DataFrame:
+    base = paper_results.TABLE3_TRANSFER[0]
+    return pd.DataFrame(
+        [
+            {
+                "checkpoint (paper)": row["checkpoint"],
+                "oracle accuracy": f"{row['correct']}/{row['n']} = {percent(row['correct'] / row['n'])}",
+                "vs. baseline": "—"
+                if row["step"] == 0
+                else f"{100 * (row['correct'] - base['correct']) / row['n']:+.1f}",
+            }
+            for row in paper_results.TABLE3_TRANSFER
+        ]
+    )
+
+
+def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> TransferRuns:
+    """The base model and every checkpoint of 06's runs, bounded memory, on `transfer.episodes`.
+
+    Base and checkpoints load the same base weights; each checkpoint is asserted to differ from the
+    base only by its adapter (hash of every non-LoRA tensor, hash of the adapter file).
+    """
+    profile = profiles.as_profile(profile)
+    block: TransferBlock = profile.require("transfer")
+    directory = profiles.output_dir(profile, NOTEBOOK_TRANSFER)
+    runs = finished_runs(profile)
+    base_path = resolve_base_model(runs[0].config)
+    others = {resolve_base_model(run.config) for run in runs}
+    if others != {base_path}:
+        raise ValueError(
+            f"training runs of profile {profile.name!r} start from different bases: {sorted(others)}"
+        )
+    episodes = load_episodes(block.episodes)
+    budget = block.notes_budget_chars or runs[0].config.notes_budget_chars
+    cache = profiles.cache_path(profile)
+
+    base = HFChatModel(base_path)
+    base_name = base.name
+    raw = TransferRuns(profile, runs, base_path, base.base_fingerprint(), budget, len(episodes))
+    raw.add(
+        "base",
+        _evaluate(CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", budget, progress),
+    )
+    release_model(base)
+    for run in runs:
+        for step, adapter in run.checkpoints:
+            sha = adapter_file_fingerprint(adapter)
+            name = _checkpoint_model_name(base_name, sha)
+            trained = HFChatModel(base_path, adapter_path=str(adapter), name=name)
+            if trained.base_fingerprint() != raw.base_fingerprint or trained.adapter_fingerprint is None:
+                raise AssertionError(
+                    f"{run.label} step {step} ({name}): base weights differ from the untrained base, not only the adapter"
+                )
+            run_name = f"{run.label}__step-{step}"
+            frame = _evaluate(
+                CachedChatModel(trained, ResponseCache(cache)),
+                episodes,
+                directory,
+                run_name,
+                budget,
+                progress,
+            )
+            raw.add(run_name, frame, run.curriculum, run.seed, step)
+            release_model(trained)
+            raw.adapters[run_name] = {"adapter": str(adapter), "sha256": sha, "differs_only_by_adapter": True}
+    return raw
+
+
+def analyse_transfer(raw: TransferRuns) -> TransferResult:
+    """Accuracy and McNemar against the base per checkpoint, mean over seeds by step, curricula, Table 3."""
+    base_correct = raw.correct_by_model["base"]
+    checkpoints = pd.DataFrame(
+        [
+            checkpoint_row(
+                item["run"],
+                item["curriculum"],
+                item["seed"],
+                item["step"],
+                raw.correct_by_model[item["run"]],
+                base_correct,
+            )
+            for item in raw.evaluated
+        ]
+    )
+    checkpoints["seed"] = checkpoints["seed"].astype("Int64")  # whole numbers, missing for the base row
+    checkpoints["run_group"] = [run.split("__step-")[0] for run in checkpoints["run"]]
+    return TransferResult(
+        profile=raw.profile,
+        model=model_label(raw.runs[0].config),
+        data_label=raw.profile.require("transfer").episodes.label,
+        n=raw.n,
+        checkpoints=checkpoints,
+        by_step=seed_aggregate(raw.correct_by_model, checkpoints),
+        curricula=curriculum_comparison(raw.correct_by_model, checkpoints),
+        table=table3(checkpoints),
+        paper_table=paper_table3(),
+        raw=raw,
+    )
+
+
+def _transfer_numbers(result: TransferResult) -> list[dict]:
+    numbers = []
+    for row in result.checkpoints.itertuples(index=False):
+        meta = {
+            "model": f"{result.model} ({row.run})",
+            "data": result.data_label,
+            "profile": result.profile.name,
+            "n": row.n,
+            "grader": MATCHER,
+        }
+        numbers.append(headline_number(f"{row.run} accuracy", row.accuracy, **meta))
+        if row.run != "base":
+            numbers.append(headline_number(f"{row.run} mcnemar p_exact vs base", row.p_exact, **meta))
+    return numbers
+
+
+def write_transfer(result: TransferResult, directory: Path | None = None) -> TransferResult:
+    """Write 07's CSVs, Table 3 (ours and the paper's), Figure 4b and summary.json; returns `result`."""
+    from supersede_lib.present import plots
+
+    profile, raw, model, data, n = result.profile, result.raw, result.model, result.data_label, result.n
+    directory = directory or profiles.output_dir(profile, NOTEBOOK_TRANSFER)
+    result.checkpoints.to_csv(directory / "checkpoints.csv", index=False)
+    result.by_step.to_csv(directory / "accuracy_by_step.csv", index=False)
+    tables = [
+        write_table(
+            directory,
+            "table3_transfer",
+            result.table,
+            f"ours: {model} base and GRPO checkpoints, bounded memory (B = {raw.notes_budget_chars}), {MATCHER}, "
+            f"held-out {data}, profile {profile.name}, n = {n}. McNemar is paired on the same questions; "
+            "b = right before training only, c = right after training only.",
+        ),
+        write_table(
+            directory,
+            "table3_paper",
+            result.paper_table,
+            f"paper: {PAPER_MODEL}, LongMemEval knowledge-update oracle, n = 78, bounded memory, matcher "
+            "(Table 3). Quoted, not measured here.",
+        ),
+    ]
+    if not result.curricula.empty:
+        tables.append(
+            write_table(
+                directory,
+                "curriculum_comparison",
+                result.curricula,
+                "Fixed (the paper's curriculum) vs adaptive (climbs the difficulty ladder when groups "
+                f"saturate), each run's final checkpoint, same held-out questions (n = {n} per seed).",
+            )
+        )
+    figure = plots.transfer_figure(
+        result.checkpoints,
+        result.by_step,
+        title=f"ours: {model}, held-out {data}, {profile.name}, n={n}",
+        paper=paper_results.TABLE3_TRANSFER,
+        paper_title=f"paper: {PAPER_MODEL}, LongMemEval oracle, n=78",
+    )
+    result.figures["figure4b"] = plots.save_figure(figure, directory / "figure4b_transfer.png")
+    numbers = _transfer_numbers(result)
+    config = {
+        "transfer": profile.require("transfer"),
+        "notes_budget_chars": raw.notes_budget_chars,
+        "base_model": raw.base_path,
+    }
+    extra = {"adapters": raw.adapters, "base_fingerprint": raw.base_fingerprint}
+    return record_summary(result, directory, NOTEBOOK_TRANSFER, numbers, tables, config, extra)
+
+
+def run_transfer(profile: str | Profile, *, progress: bool = True) -> TransferResult:
+    """Paper Table 3 / Figure 4b: base vs every checkpoint, bounded memory, matcher, held-out data."""
+    return write_transfer(analyse_transfer(evaluate_checkpoints(profile, progress=progress)))
+
+
+def transfer_summary_line(result: TransferResult) -> str:
+    """One honest sentence: did held-out accuracy move, and is it distinguishable from noise?"""
+    base = result.checkpoints[result.checkpoints["run"] == "base"].iloc[0]
+    trained = result.checkpoints[result.checkpoints["run"] != "base"]
+    best = trained.loc[trained["accuracy"].idxmax()]
+    verdict = (
+        "distinguishable from no change at p < 0.05 (exact McNemar)"
+        if best["p_exact"] < 0.05
+        else "not distinguishable from no change (exact McNemar)"
+    )
+    return (
+        f"Base {percent(base['accuracy'])} ({base['correct']}/{base['n']}); best checkpoint {best['run']} "
+        f"{percent(best['accuracy'])} ({best['correct']}/{best['n']}, {best['vs_base_points']:+.1f} points, "
+        f"b/c = {best['base_only_right']}/{best['trained_only_right']}, p = {best['p_exact']:.3f}): {verdict}."
+    )

@@ -1,0 +1,128 @@
+"""Profiles: every committed configs/*.yaml validates, and a mistake fails with one line naming the file,
+the key path and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from supersede_lib.data.episodes import EpisodeSpec, load_episodes
+from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
+from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.studies import profiles
+from supersede_lib.studies.profiles import Profile, ProfileError, load_profile
+
+COMMITTED = sorted(profiles.CONFIG_DIR.glob("*.yaml"))
+MINIMAL = "name: unit\nmodel: {backend: fake}\n"
+
+
+def _error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "typo.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileError) as raised:
+        load_profile(path)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith(f"{path}:"), message
+    return message
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda path: path.name)
+def test_every_committed_profile_validates(path: Path) -> None:
+    profile = load_profile(path)
+    assert isinstance(profile, Profile) and profile.name == path.stem
+    assert profile.source == f"configs/{path.name}"
+    for section in ("isolation", "frontier", "scale", "environment", "saturation", "training", "transfer"):
+        assert profile.require(section) is not None, section
+
+
+def test_committed_profiles_are_the_named_ones() -> None:
+    assert {path.stem for path in COMMITTED} == set(profiles.PROFILES)
+
+
+def test_defaults_come_from_the_runner_and_the_paper(tmp_path: Path) -> None:
+    path = tmp_path / "defaults.yaml"
+    path.write_text(MINIMAL + "isolation: {episodes: {n: 2}}\n")
+    profile = load_profile(path)
+    assert profile.concurrency == DEFAULT_CONCURRENCY
+    assert profile.isolation.notes_budget_chars == PAPER_NOTES_BUDGET_CHARS
+    assert profile.isolation.episodes == EpisodeSpec(n=2)
+
+
+def test_profile_is_frozen_and_overrides_merge_before_validation() -> None:
+    profile = load_profile("smoke", {"isolation": {"notes_budget_chars": 120}})
+    assert profile.isolation.notes_budget_chars == 120 and profile.isolation.episodes.n == 4
+    with pytest.raises(ValueError):
+        profile.concurrency = 2
+    with pytest.raises(ProfileError, match=r"configs/smoke.yaml: isolation.notes_budget_chars: must be >= 1"):
+        load_profile("smoke", {"isolation": {"notes_budget_chars": 0}})
+
+
+def test_unknown_key_in_a_block_names_it_and_what_is_allowed(tmp_path: Path) -> None:
+    message = _error(tmp_path, MINIMAL + "isolation:\n  episodes: {n: 2}\n  notes_budget_char: 50\n")
+    assert message.endswith(
+        "typo.yaml: isolation.notes_budget_char: unknown key (allowed: episodes, notes_budget_chars)"
+    )
+
+
+def test_unknown_top_level_keys(tmp_path: Path) -> None:
+    message = _error(tmp_path, MINIMAL + "concurency: 4\n")
+    assert (
+        "concurency: unknown key (allowed: name, description, data_label, model, judge, concurrency"
+        in message
+    )
+    message = _error(tmp_path, MINIMAL + "isolaton: {episodes: {n: 2}}\n")
+    assert "isolaton: unknown key (allowed:" in message and "isolation" in message
+
+
+def test_bad_values_say_what_is_allowed(tmp_path: Path) -> None:
+    message = _error(tmp_path, MINIMAL + "isolation: {episodes: {n: 0}}\n")
+    assert message.endswith("isolation.episodes.n: must be >= 1 (got 0)")
+    message = _error(tmp_path, MINIMAL + 'isolation: {episodes: {n: "3"}}\n')
+    assert message.endswith("isolation.episodes.n: must be an integer (got '3')")
+    message = _error(tmp_path, MINIMAL + "concurrency: 0\n")
+    assert message.endswith("concurrency: must be >= 1 (got 0)")
+    message = _error(tmp_path, MINIMAL + "scale: {short: {n: 2}, long: {n: 2, difficulty: hardest}}\n")
+    assert "scale.long.difficulty: must be one of 'easy', 'medium'" in message
+    message = _error(tmp_path, MINIMAL + "training: {preset: smoke, overrides: {learning_rat: 0.1}}\n")
+    assert "training.overrides: unknown TrainingConfig field(s) learning_rat" in message
+    message = _error(tmp_path, "description: no name\nmodel: {}\n")
+    assert message.endswith("name: missing (required)")
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    message = _error(tmp_path, MINIMAL + "isolation: {episodes: {n: 2}\n")
+    assert "line 4" in message and "YAML syntax error" in message
+
+
+def test_missing_section_fails_when_a_study_asks_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "partial.yaml"
+    path.write_text(MINIMAL)
+    profile = load_profile(path)
+    with pytest.raises(ProfileError, match=r"partial.yaml: scale: missing"):
+        profile.require("scale")
+
+
+def test_unknown_profile_names_the_choices() -> None:
+    with pytest.raises(ProfileError, match="no profile 'nope'.*smoke, offline, local, paper"):
+        load_profile("nope")
+
+
+def test_episode_spec_keeps_generator_overrides_beside_its_keys() -> None:
+    spec = EpisodeSpec.model_validate({"n": 3, "difficulty": "hard", "seed": 1001, "n_sessions": [4, 5]})
+    assert spec.generator_overrides == {"n_sessions": [4, 5]}
+    assert spec.model_dump(exclude_unset=True) == {
+        "n": 3,
+        "difficulty": "hard",
+        "seed": 1001,
+        "n_sessions": [4, 5],
+    }
+    episodes = load_episodes(spec)
+    assert len(episodes) == 3 and all(4 <= len(episode.sessions) <= 5 for episode in episodes)
+    assert [episode.episode_id for episode in load_episodes(spec.model_dump())] == [
+        episode.episode_id for episode in episodes
+    ]
+    longer = load_episodes({"n": 2, "difficulty": "easy", "extra_distractor_sessions": 3})
+    base = load_episodes({"n": 2, "difficulty": "easy"})
+    assert [len(episode.sessions) for episode in longer] == [len(episode.sessions) + 3 for episode in base]
+    assert EpisodeSpec(source="longmemeval", split="s").label == "LongMemEval knowledge-update, s"
