@@ -5,6 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= local
 PYTEST_ARGS ?=
+REPRODUCE_ARGS ?=  # e.g. --live (make every model call again), --only 02,03
 
 .PHONY: setup test lint bench reproduce report clean-outputs gpu-resolve
 
@@ -29,10 +30,10 @@ bench: setup  ## speed and overhead benchmarks (not part of `make test`)
 	$(PY) -m supersede_lib.bench
 
 reproduce: setup  ## execute notebooks 01-07 with papermill for PROFILE
-	$(PY) -m supersede_lib.reproduce --profile $(PROFILE)
+	$(PY) -m supersede_lib.reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)
 
 report: setup  ## write outputs/$(PROFILE)/REPORT.md from the results on disk
-	$(PY) -m supersede_lib.report --profile $(PROFILE)
+	$(PY) -m supersede_lib.studies.report --profile $(PROFILE)
 
 # gpu-resolve: pip's resolver on requirements-gpu.txt for cp311 and cp312 manylinux x86_64, as on
 # Colab/Kaggle (downloads large wheels: not part of `make test`). TORCH_SPEC stands in for the torch

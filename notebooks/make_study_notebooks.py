@@ -21,43 +21,58 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent
 # in the notebook's environment, or edit the placeholder in the generated cell.
 REPO_URL = "https://github.com/YOUR-ORG/supersede.git"
 
-STUDY_EXTRAS = "embedded,env,notebooks"
-TRAINING_EXTRAS = "embedded,env,notebooks,train"
+STUDY_EXTRAS = "embedded,env"  # Colab/Kaggle already ship Jupyter, pandas, matplotlib and seaborn
+TRAINING_EXTRAS = "embedded,env,train"
 
 
 def install_cell(extras: str = STUDY_EXTRAS, gpu_addons: bool = False) -> str:
-    """The first cell: clone and install on Colab/Kaggle only (and Unsloth/vLLM there when a GPU is present)."""
+    """The first cell: on Colab/Kaggle only, clone and install once, then ask for a runtime restart.
+
+    The GPU is detected with `nvidia-smi`, not torch: importing torch before pip swaps packages
+    would leave the running kernel on the old ones.
+    """
     gpu = (
         """
-    import torch
-
-    if torch.cuda.is_available():  # Unsloth and vLLM for the CUDA training path (requirements-gpu.txt)
+    if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+        # Unsloth + TRL for the CUDA training path; keeps the platform's own torch (requirements-gpu.txt)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", checkout + "/requirements-gpu.txt"], check=True)"""
         if gpu_addons
         else ""
     )
+    shutil_import = "import shutil\n" if gpu_addons else ""
     return f"""\
-# Colab / Kaggle only: clone and install the repository. Does nothing anywhere else.
+# Colab / Kaggle only: clone and install the repository once. Does nothing anywhere else.
+import importlib.util
 import os
-import subprocess
+{shutil_import}import subprocess
 import sys
 
-if "google.colab" in sys.modules or os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):
+on_hosted_notebook = "google.colab" in sys.modules or os.environ.get("KAGGLE_KERNEL_RUN_TYPE")
+if on_hosted_notebook and importlib.util.find_spec("supersede_lib") is None:
     repo_url = os.environ.get("SUPERSEDE_REPO_URL", "{REPO_URL}")
     if "YOUR-ORG" in repo_url:
         raise SystemExit("Set SUPERSEDE_REPO_URL to the git URL of your Supersede clone, then re-run this cell.")
     checkout = os.path.abspath("supersede")
     if not os.path.isdir(checkout):
-        subprocess.run(["git", "clone", "--depth", "1", repo_url, checkout], check=True)
+        subprocess.run(["git", "clone", "--depth", "1", repo_url, checkout], check=True){gpu}
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "-e", checkout + "[{extras}]"], check=True
-    ){gpu}
-    sys.path.insert(0, checkout)  # the editable install is visible to new processes only"""
+    )
+    raise SystemExit(
+        "Installed. Restart the runtime now (Colab: Runtime > Restart session), then run all cells again: "
+        "the running kernel still holds the packages that pip replaced."
+    )"""
 
 
 PARAMETERS_CELL = """\
 # papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper)
 profile = "local\""""
+
+TRAINING_PARAMETERS_CELL = """\
+# papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper | colab)
+from supersede_lib.train.config import cuda_device_name, preset_for_device
+
+profile = preset_for_device(cuda_device_name(), default="local")  # "colab" on a T4 (sized for one session)"""
 
 
 def imports_cell(study: str) -> str:
@@ -85,9 +100,15 @@ display(Markdown(profile_banner(profile)))"""
 
 
 def _notebook(
-    title: str, intro: str, cells: list, *, study: str, install: str | None = None
+    title: str,
+    intro: str,
+    cells: list,
+    *,
+    study: str,
+    install: str | None = None,
+    parameters_cell: str = PARAMETERS_CELL,
 ) -> nbformat.NotebookNode:
-    parameters = new_code_cell(PARAMETERS_CELL)
+    parameters = new_code_cell(parameters_cell)
     parameters.metadata["tags"] = ["parameters"]
     notebook = new_notebook(
         cells=[
@@ -276,6 +297,7 @@ def training_notebook() -> nbformat.NotebookNode:
         ],
         study="training",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
+        parameters_cell=TRAINING_PARAMETERS_CELL,
     )
 
 
@@ -308,6 +330,7 @@ def transfer_notebook() -> nbformat.NotebookNode:
         ],
         study="transfer",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
+        parameters_cell=TRAINING_PARAMETERS_CELL,
     )
 
 

@@ -1,10 +1,11 @@
 """Supersede: measure and train down the supersession gap of LLM agents.
 
-Modules, one concern each: `episode` (the shared record), `data` (LongMemEval),
-`synthetic` (procedural timelines), `scoring` (matcher and reward), `stats`,
-`prompts` + `rollout` (the rollout core), `chat` + `clients` + `cache` (models),
-`agents` (run_condition), `judge`, `environment` (verifiers), `training` (GRPO),
-`plots`, `profiles` and `report`.
+Subpackages by concern: `data` (LongMemEval and the synthetic generator -> `Episode`s),
+`models` (one chat protocol over OpenAI-compatible servers, embedded llama.cpp, transformers and a
+response cache), `eval` (the runner, the matcher/reward, judge, diagnostics, statistics), `train`
+(GRPO on the rollout core), `studies` (notebooks 01-07 and their profiles), `present` (figures,
+explorer). At the top: `episode` (the shared record), `prompts` + `rollout` (the no-re-feed state
+machines every driver uses), `environment` (verifiers), `bench` and `reproduce`.
 """
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""The Supersede environment for verifiers 0.3.1, driven by the same rollout core as the agents.
+"""The Supersede environment for verifiers 0.3.1, driven by the same rollout core as evaluation and training.
 
 A stock `vf.MultiTurnEnv` keeps appending to one growing conversation, which would re-feed every
 earlier session. `SupersedeEnv` instead keeps a `BoundedMemoryRollout` (or `FullContextRollout`)

@@ -9,6 +9,7 @@ failing notebook and says which one, which error, and where its executed copy is
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -97,7 +98,7 @@ def reproduce(
     log: Callable[[str], None] = print,
 ) -> ReproduceRun:
     """Execute the notebooks for `profile` in order, then write outputs/<profile>/REPORT.md."""
-    profiles.load_profile(profile)  # fail fast on an unknown profile
+    loaded = profiles.load_profile(profile)  # fail fast on an unknown profile
     paths = notebook_paths(only, notebooks_dir)
     run = ReproduceRun(profile=profile)
     target = executed_dir(profile)
@@ -109,6 +110,9 @@ def reproduce(
         run.seconds[notebook.name] = time.perf_counter() - notebook_started
         run.executed.append(output)
         log(f"[{index}/{len(paths)}] {notebook.name} done in {run.seconds[notebook.name]:.1f} s -> {output}")
+        recorded = profiles.save_recorded_responses(loaded)  # after every notebook: a crash loses nothing
+        if recorded is not None:
+            log(f"recorded responses: {recorded} replies -> {loaded.recorded_responses}")
     if write_report:
         run.report = report.write_report(profile)
         log(f"report: {run.report}")
@@ -124,7 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--only", default="", help="comma-separated notebook prefixes, e.g. 01,02")
     parser.add_argument("--no-report", action="store_true", help="skip writing REPORT.md")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="make every model call again instead of replaying cached or recorded responses",
+    )
     args = parser.parse_args(argv)
+    if args.live:
+        os.environ[profiles.LIVE_CALLS_ENV] = "1"  # the notebook kernels inherit it
     only = [prefix for prefix in args.only.split(",") if prefix.strip()] or None
     try:
         reproduce(args.profile, only, write_report=not args.no_report)

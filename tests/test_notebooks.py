@@ -67,6 +67,17 @@ def test_study_notebooks_match_their_generator(name: str) -> None:
     assert "google.colab" in first and "KAGGLE" in first and "pip" in first
 
 
+@pytest.mark.parametrize("path", sorted(NOTEBOOK_DIR.glob("0*.ipynb")), ids=lambda path: path.name)
+def test_install_cell_never_imports_torch_and_asks_for_a_restart(path: Path) -> None:
+    """pip swaps packages under the running kernel: torch must not be loaded first, and the user restarts."""
+    install = nbformat.read(path, as_version=4).cells[0].source
+    assert "import torch" not in install and "torch." not in install
+    assert "Restart the runtime" in install
+    assert 'find_spec("supersede_lib")' in install  # installs once, not on every run
+    if path.name.startswith(("06", "07")):
+        assert "nvidia-smi" in install and "requirements-gpu.txt" in install
+
+
 def test_notebook_paths_filters_by_prefix_and_rejects_unknown() -> None:
     paths = reproduce.notebook_paths(["02", "04"])
     assert [path.stem for path in paths] == ["02_isolation", "04_scale"]

@@ -3,12 +3,14 @@ the key path and what is allowed."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
+from supersede_lib.models.cache import ResponseCache
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.studies import profiles
 from supersede_lib.studies.profiles import Profile, ProfileError, load_profile
@@ -126,3 +128,31 @@ def test_episode_spec_keeps_generator_overrides_beside_its_keys() -> None:
     base = load_episodes({"n": 2, "difficulty": "easy"})
     assert [len(episode.sessions) for episode in longer] == [len(episode.sessions) + 3 for episode in base]
     assert EpisodeSpec(source="longmemeval", split="s").label == "LongMemEval knowledge-update, s"
+
+
+def test_recorded_responses_are_replayed_on_a_fresh_cache_and_live_calls_can_be_forced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path / "outputs")
+    monkeypatch.setattr(profiles, "_imported_recordings", set())
+    recorded = tmp_path / "recorded.jsonl.gz"
+    path = tmp_path / "rec.yaml"
+    path.write_text(MINIMAL + f"recorded_responses: {recorded}\n")
+    profile = load_profile(path)
+    messages = [{"role": "user", "content": "hello"}]
+
+    first = profiles.model_for({"backend": "fake"}, profile)
+    made = asyncio.run(first.achat(messages))
+    assert not made.cached
+    assert profiles.save_recorded_responses(profile) == 1
+
+    # a fresh clone: no cache file yet, only the committed recording
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path / "clone")
+    monkeypatch.setattr(profiles, "_imported_recordings", set())
+    replayed = asyncio.run(profiles.model_for({"backend": "fake"}, profile).achat(messages))
+    assert replayed.cached and replayed.text == made.text
+    assert len(ResponseCache(profiles.cache_path(profile))) == 1
+
+    monkeypatch.setenv(profiles.LIVE_CALLS_ENV, "1")
+    live = asyncio.run(profiles.model_for({"backend": "fake"}, profile).achat(messages))
+    assert not live.cached

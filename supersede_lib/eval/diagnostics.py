@@ -1,7 +1,7 @@
 """Automatic failure breakdown for bounded-memory rollouts.
 
 The paper sorted its failures by hand ("the relevant fact being compressed away or not
-overwritten"). A trajectory from `agents.run_condition` records, after every session, whether
+overwritten"). A trajectory from `eval.runner.run_condition` records, after every session, whether
 the notes still conveyed the current gold value (`holds_current`) and a superseded one
 (`holds_stale`), so the same sorting can be done by rule.
 

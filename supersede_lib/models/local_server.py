@@ -27,7 +27,7 @@ nothing about it instead of printing a traceback.
 Every reply is whatever the `responder` callable returns for the request's messages. The default,
 `default_responder`, is a deterministic fake (see its docstring), so bench runs exercise the whole
 rollout with realistic-looking notes and answers; a responder that calls a real `ChatModel`
-(`studies.common.ModelEndpoint`) serves an in-process model to clients that only speak HTTP.
+(`studies.environment_validation.ModelEndpoint`) serves an in-process model to clients that only speak HTTP.
 """
 
 from __future__ import annotations

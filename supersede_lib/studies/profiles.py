@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, field_validator
 
 from supersede_lib.data.episodes import EpisodeSpec
+from supersede_lib.eval.run_files import REPO_ROOT, git_commit
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
@@ -29,15 +30,17 @@ from supersede_lib.models.spec import make_chat_model
 from supersede_lib.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.train.config import CURRICULUM_MODES, PRESETS, TrainingConfig
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
-PROFILES = ("smoke", "offline", "local", "paper")
+PROFILES = ("smoke", "offline", "local", "paper", "colab")
 
 Count = Annotated[int, Strict(), Field(ge=1)]
 Seed = Annotated[int, Strict(), Field(ge=0)]
 ModelSpec = dict[str, Any]  # checked by models.spec.make_chat_model when the model is built
 
+LIVE_CALLS_ENV = "SUPERSEDE_LIVE_CALLS"
+
+_imported_recordings: set[Path] = set()
 _fake_servers: list[Any] = []  # kept alive for the process; closed at exit
 
 
@@ -127,6 +130,7 @@ class Profile(_Block):
     judge: ModelSpec | None = None
     concurrency: Count = DEFAULT_CONCURRENCY
     cache_path: str | None = None
+    recorded_responses: str | None = None  # repository-relative .jsonl.gz of the profile's model replies
     overview: OverviewBlock = OverviewBlock()
     isolation: IsolationBlock | None = None
     frontier: FrontierBlock | None = None
@@ -304,6 +308,42 @@ def cache_path(profile: Profile) -> Path:
     return path
 
 
+def recorded_responses_path(profile: Profile) -> Path | None:
+    """The committed recorded-responses file of a profile (`recorded_responses:`), or None."""
+    return REPO_ROOT / profile.recorded_responses if profile.recorded_responses else None
+
+
+def live_calls_forced() -> bool:
+    """`SUPERSEDE_LIVE_CALLS=1` (`reproduce --live`): every model call is made again, none replayed."""
+    return os.environ.get(LIVE_CALLS_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def profile_cache(profile: Profile) -> ResponseCache:
+    """The profile's response cache, holding the profile's recorded responses (imported once per process)."""
+    cache = ResponseCache(cache_path(profile))
+    recorded = recorded_responses_path(profile)
+    if recorded is not None and recorded.exists() and recorded not in _imported_recordings:
+        cache.import_responses(recorded)
+        _imported_recordings.add(recorded)
+    return cache
+
+
+def save_recorded_responses(profile: Profile) -> int | None:
+    """Write the profile's cache to its recorded-responses file (None when the profile keeps none)."""
+    recorded = recorded_responses_path(profile)
+    if recorded is None or not cache_path(profile).exists():
+        return None
+    return ResponseCache(cache_path(profile)).export_responses(recorded)
+
+
+def _commit_label() -> str | None:
+    """The checkout's commit, marked `-dirty` when it has uncommitted changes (recorded with live calls)."""
+    state = git_commit()
+    if state["commit"] is None:
+        return None
+    return state["commit"] + ("-dirty" if state["dirty"] else "")
+
+
 def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool = True) -> ChatModel:
     """Build a ChatModel from a model spec, wrapped in the profile's response cache.
 
@@ -329,7 +369,9 @@ def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool =
             spec["name"] = name
         model = make_chat_model(spec)
     if use_cache and profile is not None:
-        model = CachedChatModel(model, ResponseCache(cache_path(profile)))
+        model = CachedChatModel(
+            model, profile_cache(profile), replay=not live_calls_forced(), commit=_commit_label()
+        )
     return model
 
 
