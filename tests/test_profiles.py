@@ -34,7 +34,10 @@ def test_every_committed_profile_validates(path: Path) -> None:
     profile = load_profile(path)
     assert isinstance(profile, Profile) and profile.name == path.stem
     assert profile.source == f"configs/{path.name}"
-    for section in ("isolation", "frontier", "scale", "environment", "saturation", "training", "transfer"):
+    sections = ("isolation", "frontier", "scale", "environment", "saturation", "training", "transfer")
+    if profile.name == "colab":  # sized for notebooks 06-07 in one free Colab session, nothing else
+        sections = ("training", "transfer")
+    for section in sections:
         assert profile.require(section) is not None, section
 
 

@@ -571,7 +571,7 @@ def test_a_t4_picks_the_colab_preset(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (colab.lora_r, colab.lora_alpha, colab.learning_rate) == (32, 64, 1e-5)
     assert colab.kl_log_every == paper.kl_log_every == 10
     profile = profiles.load_profile("colab")  # the profile notebook 06 runs on a T4
-    assert training_study.training_block(profile)["preset"] == "colab"
+    assert profile.training.preset == "colab"
     assert training_study.training_config_for(profile, "fixed").model_name_or_path == colab.model_name_or_path
 
 
