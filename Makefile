@@ -5,6 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= local
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: setup test lint bench reproduce report clean-outputs
 
@@ -25,8 +26,8 @@ lint: setup  ## ruff
 	$(VENV)/bin/ruff check supersede_lib supersede.py tests notebooks
 	$(VENV)/bin/ruff format --check supersede_lib supersede.py tests notebooks
 
-bench: setup  ## speed and overhead benchmarks (not part of `make test`)
-	$(PY) -m supersede_lib.bench
+bench: setup  ## speed, overhead and engine benchmarks (not part of `make test`); BENCH_ARGS=--quick for a short run
+	$(PY) -m supersede_lib.bench $(BENCH_ARGS)
 
 reproduce: setup  ## execute notebooks 01-07 with papermill for PROFILE
 	$(PY) -m supersede_lib.reproduce --profile $(PROFILE)

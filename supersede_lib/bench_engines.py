@@ -69,6 +69,7 @@ def machine_summary(threads: int | None = None) -> dict[str, Any]:
         "cpu": model_name,
         "flags": {flag: flag in flags for flag in SHOWN_FLAGS},
         "cpu_count": os.cpu_count(),
+        "threads": threads,  # of each engine; the load beyond them is other work
         "load_average": [round(value, 2) for value in os.getloadavg()],
         "auto_choice": detect_engine("auto", threads).describe(),
     }
@@ -245,7 +246,14 @@ def engines_table(result: dict[str, Any]) -> str:
         "",
         f"CPU: {machine['cpu']}, {machine['cpu_count']} cores; flags: {flags}.",
         f"Automatic choice here: {machine['auto_choice']}.",
-        f"Load average (1/5/15 min) before: {machine['load_average']}, after: {machine['load_average_after']}.",
+        f"Load average (1/5/15 min, as `uptime` shows it) before: {machine['load_average']}, after: "
+        f"{machine['load_average_after']}"
+        + (
+            " - taken under load: other processes shared these cores."
+            if max(machine["load_average"][0], machine["load_average_after"][0])
+            > machine.get("threads", 1) + 0.5
+            else "."
+        ),
         f"{result['questions_per_condition']} synthetic `{result['preset']}` questions per condition "
         f"(seed {result['seed']}), the same episodes for both engines, concurrency {result['concurrency']}.",
         "",
