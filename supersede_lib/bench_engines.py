@@ -251,7 +251,7 @@ def engines_table(result: dict[str, Any]) -> str:
         + (
             " - taken under load: other processes shared these cores."
             if max(machine["load_average"][0], machine["load_average_after"][0])
-            > machine.get("threads", 1) + 0.5
+            > (machine.get("threads") or 1) + 0.5
             else "."
         ),
         f"{result['questions_per_condition']} synthetic `{result['preset']}` questions per condition "
