@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= local
 PYTEST_ARGS ?=
 REPRODUCE_ARGS ?=  # e.g. --live (make every model call again), --only 02,03
+BENCH_ARGS ?=
 
 .PHONY: setup test lint bench reproduce report clean-outputs gpu-resolve
 
@@ -26,8 +27,8 @@ lint: setup  ## ruff
 	$(VENV)/bin/ruff check supersede_lib supersede.py tests notebooks
 	$(VENV)/bin/ruff format --check supersede_lib supersede.py tests notebooks
 
-bench: setup  ## speed and overhead benchmarks (not part of `make test`)
-	$(PY) -m supersede_lib.bench
+bench: setup  ## speed, overhead and engine benchmarks (not part of `make test`); BENCH_ARGS=--quick for a short run
+	$(PY) -m supersede_lib.bench $(BENCH_ARGS)
 
 reproduce: setup  ## execute notebooks 01-07 with papermill for PROFILE
 	$(PY) -m supersede_lib.reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)

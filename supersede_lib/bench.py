@@ -15,6 +15,9 @@
 2. Harness overhead with the embedded GGUF model (the smallest one found): wall time of
    `run_condition` vs time spent inside model calls on one short episode. Target: <= 5%.
    Skipped with a message when no GGUF file is present.
+3. Engines side by side (`supersede_lib.bench_engines`; `--engines-only`, `--quick`): llama.cpp and
+   batched transformers on the same synthetic bounded-memory and full-context questions; writes
+   outputs/bench/engines.md and engines.json.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
 from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import RunSettings, run_condition
@@ -209,13 +213,7 @@ def concurrency_bench(
 
 def smallest_gguf() -> Path | None:
     """The smallest provisioned GGUF (for the overhead measurement), or None."""
-    folders = [Path(os.environ[name]) for name in ("SUPERSEDE_MODEL_DIR",) if os.environ.get(name)]
-    folders.append(Path.home() / ".cache" / "supersede" / "models")
-    for filename in SMALLEST_FIRST:
-        for folder in folders:
-            if (folder / filename).is_file():
-                return folder / filename
-    return None
+    return next(filter(None, (find_local_model(filename) for filename in SMALLEST_FIRST)), None)
 
 
 def embedded_overhead_bench(seed: int) -> dict[str, Any]:
@@ -285,6 +283,15 @@ def markdown_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def write_engine_results(result: dict[str, Any], output_dir: Path) -> str:
+    """outputs/bench/engines.json and engines.md; returns the table."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "engines.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = engines_table(result)
+    (output_dir / "engines.md").write_text(table + "\n")
+    return table
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=78)
@@ -295,30 +302,55 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--skip-embedded", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT_DIR)
+    engines = parser.add_argument_group("engines side by side")
+    engines.add_argument("--engines-only", action="store_true", help="only the engine comparison")
+    engines.add_argument("--skip-engines", action="store_true")
+    engines.add_argument("--quick", action="store_true", help="a short engine run: 2 questions per condition")
+    engines.add_argument("--engine-questions", type=int, default=8, help="questions per condition")
+    engines.add_argument(
+        "--engine-model", default=DEFAULT_ENGINE_MODEL, help="GGUF file name in the model dir"
+    )
+    engines.add_argument("--engine-concurrency", type=int, default=8, help="questions in flight")
+    engines.add_argument("--threads", type=int, default=None, help="CPU threads of both engines (all cores)")
+    engines.add_argument("--disagreement-calls", type=int, default=16, help="batched calls re-run alone")
     args = parser.parse_args(argv)
 
-    result = {
-        "concurrency": concurrency_bench(
-            args.questions,
-            args.latency,
-            args.concurrency,
-            args.sequential_subset,
-            args.full_sequential,
-            args.seed,
-        ),
-        "embedded_overhead": {"skipped": "--skip-embedded"}
-        if args.skip_embedded
-        else embedded_overhead_bench(args.seed),
-        "packages": package_versions(),
-        "cpu_count": os.cpu_count(),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    table = markdown_table(result)
-    (args.output_dir / "bench.md").write_text(table + "\n")
-    print(table)
-    print(f"\nwrote {args.output_dir / 'bench.json'}")
+    result: dict[str, Any] = {}
+    if not args.engines_only:
+        result = {
+            "concurrency": concurrency_bench(
+                args.questions,
+                args.latency,
+                args.concurrency,
+                args.sequential_subset,
+                args.full_sequential,
+                args.seed,
+            ),
+            "embedded_overhead": {"skipped": "--skip-embedded"}
+            if args.skip_embedded
+            else embedded_overhead_bench(args.seed),
+            "packages": package_versions(),
+            "cpu_count": os.cpu_count(),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        (args.output_dir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
+        table = markdown_table(result)
+        (args.output_dir / "bench.md").write_text(table + "\n")
+        print(table)
+        print(f"\nwrote {args.output_dir / 'bench.json'}")
+    if not args.skip_engines:
+        quick = args.quick
+        result["engines"] = engines_bench(
+            model_file=args.engine_model,
+            n_questions=2 if quick else args.engine_questions,
+            seed=args.seed,
+            concurrency=args.engine_concurrency,
+            threads=args.threads,
+            disagreement_calls=4 if quick else args.disagreement_calls,
+        )
+        print(write_engine_results(result["engines"], args.output_dir))
+        print(f"\nwrote {args.output_dir / 'engines.json'}")
     return result
 
 

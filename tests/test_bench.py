@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from supersede_lib import bench
+from supersede_lib import bench, bench_engines
 
 
 def test_makespan_bound_is_the_longest_chain_or_the_work_per_slot() -> None:
@@ -26,3 +26,70 @@ def test_concurrency_bench_reports_reference_bounds_and_a_free_cached_rerun() ->
     assert "needs more slots" in result["targets"]["note"]
     table = bench.markdown_table({"concurrency": result, "embedded_overhead": {"skipped": "no GGUF"}})
     assert "| sequential | 1 |" in table and "1.0x" in table and "skipped (no GGUF)" in table
+
+
+def _engine_record(engine: str, wall_per_question: float, verdicts: dict[str, str]) -> dict:
+    condition = {
+        "questions": len(verdicts),
+        "calls": 3 * len(verdicts),
+        "wall_s": wall_per_question * len(verdicts),
+        "wall_per_question_s": wall_per_question,
+        "prompt_tokens": 1000,
+        "completion_tokens": 100,
+        "prompt_tok_s": 1000 / (wall_per_question * len(verdicts)),
+        "generated_tok_s": 100 / (wall_per_question * len(verdicts)),
+        "mean_batch_size": 2.0 if engine == "transformers" else None,
+        "correct": sum(verdict == "correct" for verdict in verdicts.values()),
+        "errors": 0,
+        "verdicts": verdicts,
+        "answers": {key: f"{engine}-{value}" for key, value in verdicts.items()},
+    }
+    return {
+        "engine": engine,
+        "dtype": "bfloat16" if engine == "transformers" else "gguf",
+        "device": "cpu",
+        "threads": 2,
+        "why": "test",
+        "load_s": 1.0,
+        "conditions": {"bounded_memory": condition, "full_context": dict(condition)},
+        "peak_rss_gib": 1.5,
+    }
+
+
+def test_engine_comparison_reports_speedups_against_targets_and_verdict_agreement() -> None:
+    records = {
+        "llamacpp": _engine_record("llamacpp", 40.0, {"a": "correct", "b": "stale"}),
+        "transformers": _engine_record("transformers", 10.0, {"a": "correct", "b": "wrong"}),
+    }
+    records["transformers"]["batch_disagreement"] = {"calls": 4, "differ": 1}
+    comparison = bench_engines.compare(records)
+    assert comparison["speedups"]["bounded_memory"] == {"speedup": 4.0, "target": 3.5, "met": True}
+    assert comparison["speedups"]["full_context"]["met"] is False  # 4x < 5x
+    assert comparison["agreement"]["bounded_memory"] == {"shared": 2, "same_verdict": 1, "same_answer": 0}
+    assert comparison["verdict_agreement"] == 0.5 and comparison["shared_questions"] == 4
+    result = {
+        "model_file": "m.gguf",
+        "preset": "medium",
+        "questions_per_condition": 2,
+        "seed": 0,
+        "concurrency": 8,
+        "materialize_s": 0.1,
+        "machine": {
+            **{key: value for key, value in bench_engines.machine_summary().items()},
+            "load_average_after": [0.0, 0.0, 0.0],
+        },
+        "engines": records,
+        "comparison": comparison,
+        "packages": {"torch": "x"},
+    }
+    table = bench_engines.engines_table(result)
+    assert "amx_bf16" in table and "Automatic choice here: engine:" in table
+    assert "| transformers | bfloat16 | 2 | bounded_memory | 2 | 6 | 10.0 |" in table
+    assert "4.00x llama.cpp" in table and "NOT met" in table and "1/4 recorded" in table
+    assert "/" not in result["model_file"] and "/work" not in table  # no absolute paths
+
+
+def test_engine_bench_skips_cleanly_without_the_model_file(empty_home) -> None:
+    result = bench_engines.engines_bench(model_file="no-such-model.gguf", n_questions=1)
+    assert "skipped" in result and "no-such-model.gguf" in result["skipped"]
+    assert bench_engines.engines_table(result).startswith("Engine comparison skipped")

@@ -454,9 +454,16 @@ async def arun_condition(
     limit = AdaptiveLimit(settings.concurrency, label=label)
     bar = tqdm(total=len(episodes), desc=label, disable=not progress, leave=False)
 
+    tally = {"live": 0, "cached": 0, "tokens": 0}  # postfix: live calls, cache hits, live tokens/s
+
     async def one(episode: Episode) -> _QuestionResult:
         async with limit:
             result = await _run_question(episode, condition, model, settings, judge)
+        for turn in result.trajectory["turns"]:
+            tally["cached" if turn["cached"] else "live"] += 1
+            tally["tokens"] += 0 if turn["cached"] else turn["prompt_tokens"] + turn["completion_tokens"]
+        rate = tally["tokens"] / max(time.perf_counter() - started, 1e-9)
+        bar.set_postfix(live=tally["live"], cached=tally["cached"], tok_s=f"{rate:.0f}", refresh=False)
         bar.update(1)
         return result
 

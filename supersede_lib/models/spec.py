@@ -10,7 +10,8 @@ from typing import Any
 
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
-from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf
+from supersede_lib.models.engine import make_embedded_model
+from supersede_lib.models.gguf import resolve_default_gguf
 from supersede_lib.models.hf import HFChatModel
 from supersede_lib.models.openai_api import OpenAIChatModel
 
@@ -43,6 +44,9 @@ _EMBEDDED_KEYS = frozenset(
         "default_max_tokens",
         "verbose",
         "name",
+        "engine",  # auto | llamacpp | transformers (models.engine)
+        "max_batch_size",
+        "batch_window_s",
     }
 )
 
@@ -63,7 +67,8 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
 
     `{"backend": "openai", "model": ..., "base_url": ..., "api_key_env": ...}`,
     `{"backend": "embedded", "model_path": ... | "model_dir": ..., "n_ctx": ...}` (no path: the
-    default GGUF via `resolve_default_gguf`), or `{"backend": "hf", ...}` (keyword arguments of
+    default GGUF via `resolve_default_gguf`; `"engine"` forces llama.cpp or batched transformers
+    over the automatic choice of `engine.make_embedded_model`), or `{"backend": "hf", ...}` (keyword arguments of
     `hf.HFChatModel`; "model" is passed as `model_name_or_path`). An empty spec gives the
     default embedded model. With `"cache_path"` the model is wrapped in `CachedChatModel`.
     """
@@ -88,7 +93,7 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
         model_dir = options.pop("model_dir", None)
         if model_path is None:
             model_path = resolve_default_gguf(model_dir, **lookup)
-        model = EmbeddedGGUFModel(model_path, **options)
+        model = make_embedded_model(model_path, **options)
     else:
         if "model" in options and "model_name_or_path" not in options:
             options["model_name_or_path"] = options.pop("model")

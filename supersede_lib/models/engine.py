@@ -1,0 +1,168 @@
+"""Which local engine runs an embedded model: batched bf16 transformers or llama.cpp.
+
+A bf16 matmul is ~20x faster than fp32 on CPUs with bf16 matrix units (Intel AMX, AVX512-BF16)
+and ~50x slower without them (emulated), where llama.cpp's quantised kernels win. So the
+choice is a pure function of the CPU flags (and whether a CUDA GPU is present), testable with
+fake `/proc/cpuinfo` text; a model spec can force either engine. `make_embedded_model` builds
+the chosen engine and prints the choice (engine, dtype, threads, why).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from supersede_lib.models.batched import BatchedHFChatModel
+from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.gguf import EmbeddedGGUFModel, threads_from_env
+
+ENGINES = ("auto", "llamacpp", "transformers")
+BF16_MATRIX_FLAGS = ("amx_bf16", "avx512_bf16")
+CPUINFO_PATH = Path("/proc/cpuinfo")
+Engine = Literal["llamacpp", "transformers"]
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine an embedded model runs on, with its dtype, CPU threads and the reason."""
+
+    engine: Engine
+    dtype: str  # "bfloat16" / "float32" for transformers, "gguf" (the file's quantisation) for llama.cpp
+    device: str
+    threads: int | None  # None: the engine's own default
+    reason: str
+
+    def describe(self) -> str:
+        threads = "engine default" if self.threads is None else str(self.threads)
+        return (
+            f"engine: {self.engine} (dtype {self.dtype}, device {self.device}, threads {threads}); "
+            f"why: {self.reason}"
+        )
+
+
+def cpu_flags(cpuinfo_text: str) -> frozenset[str]:
+    """The feature flags of the first CPU listed in `/proc/cpuinfo` text (x86 `flags`, ARM `Features`)."""
+    for line in cpuinfo_text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+def bf16_matrix_flags(cpuinfo_text: str) -> list[str]:
+    """The bf16 matrix-unit flags (`amx_bf16`, `avx512_bf16`) present in `cpuinfo_text`."""
+    flags = cpu_flags(cpuinfo_text)
+    return [flag for flag in BF16_MATRIX_FLAGS if flag in flags]
+
+
+def choose_engine(
+    requested: str = "auto",
+    *,
+    cpuinfo_text: str = "",
+    cuda_available: bool = False,
+    threads: int | None = None,
+) -> EngineChoice:
+    """Pick the engine: a forced one, else transformers where bf16 runs fast (GPU or bf16 CPU units).
+
+    Transformers gets bf16 on a CUDA GPU or a CPU with bf16 matrix units and fp32 otherwise
+    (forced on such a CPU, bf16 would be emulated and far slower than fp32).
+    """
+    if requested not in ENGINES:
+        raise ValueError(f"unknown engine {requested!r}; choose one of {', '.join(ENGINES)}")
+    found = bf16_matrix_flags(cpuinfo_text)
+    if cuda_available:
+        fast_bf16, where = True, "a CUDA GPU is available"
+    elif found:
+        fast_bf16, where = True, f"the CPU has bf16 matrix units ({', '.join(found)})"
+    else:
+        fast_bf16, where = False, f"the CPU has no bf16 matrix units (no {' or '.join(BF16_MATRIX_FLAGS)})"
+    device = "cuda" if cuda_available else "cpu"
+    transformers_dtype = "bfloat16" if fast_bf16 else "float32"
+    if requested == "llamacpp":
+        return EngineChoice("llamacpp", "gguf", "cpu", threads, f"forced by the model spec ({where})")
+    if requested == "transformers":
+        return EngineChoice(
+            "transformers", transformers_dtype, device, threads, f"forced by the model spec ({where})"
+        )
+    if fast_bf16:
+        return EngineChoice(
+            "transformers", "bfloat16", device, threads, f"{where}: batched bf16 generate beats llama.cpp"
+        )
+    return EngineChoice(
+        "llamacpp", "gguf", "cpu", threads, f"{where}: llama.cpp's quantised kernels are faster"
+    )
+
+
+def read_cpuinfo(path: Path = CPUINFO_PATH) -> str:
+    """`/proc/cpuinfo` text, or "" where there is none (macOS, Windows)."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def cuda_is_available() -> bool:
+    """True when torch is installed and sees a CUDA GPU."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def detect_engine(requested: str = "auto", threads: int | None = None) -> EngineChoice:
+    """`choose_engine` on this machine's CPU flags and GPU."""
+    return choose_engine(
+        requested, cpuinfo_text=read_cpuinfo(), cuda_available=cuda_is_available(), threads=threads
+    )
+
+
+def make_embedded_model(
+    model_path: str | os.PathLike,
+    *,
+    engine: str = "auto",
+    n_ctx: int = 8192,
+    n_threads: int | None = None,
+    name: str | None = None,
+    default_max_tokens: int = 512,
+    verbose: bool = False,
+    max_batch_size: int | None = None,
+    batch_window_s: float | None = None,
+    announce: bool = True,
+) -> ChatModel:
+    """The embedded GGUF model on the engine `detect_engine(engine)` picks (printed unless `announce=False`).
+
+    The transformers engine runs the GGUF dequantised once (`hf.materialize_gguf`) and keeps the
+    GGUF file's stem as its name, so result tables name the same model on either engine; its
+    responses are cached under their own namespace (engine and dtype).
+    """
+    threads = n_threads if n_threads is not None else threads_from_env()
+    choice = detect_engine(engine, threads)
+    if announce:
+        print(f"{Path(model_path).name}: {choice.describe()}")
+    if choice.engine == "llamacpp":
+        return EmbeddedGGUFModel(
+            model_path,
+            n_ctx=n_ctx,
+            n_threads=threads,
+            name=name,
+            default_max_tokens=default_max_tokens,
+            verbose=verbose,
+        )
+    batching: dict[str, Any] = {}
+    if max_batch_size is not None:
+        batching["max_batch_size"] = max_batch_size
+    if batch_window_s is not None:
+        batching["batch_window_s"] = batch_window_s
+    return BatchedHFChatModel(
+        model_path,
+        device=choice.device,
+        dtype=choice.dtype,
+        n_ctx=n_ctx,
+        n_threads=threads,
+        name=name or Path(model_path).stem,
+        default_max_tokens=default_max_tokens,
+        **batching,
+    )
