@@ -2,7 +2,18 @@
 
 import pytest
 
+from supersede_lib.models import engine
 from supersede_lib.models.gguf import MODEL_DIR_ENV
+
+
+@pytest.fixture(autouse=True)
+def _cpu_without_bf16_units(monkeypatch):
+    """Tests see a CPU without bf16 matrix units and no GPU, whatever runs them: "auto" means llama.cpp.
+
+    Engine-choice tests patch `read_cpuinfo` / `cuda_is_available` themselves."""
+    monkeypatch.setattr(engine, "read_cpuinfo", lambda: "")
+    monkeypatch.setattr(engine, "cuda_is_available", lambda: False)
+    monkeypatch.delenv(engine.ENGINE_ENV, raising=False)
 
 
 @pytest.fixture

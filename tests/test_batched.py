@@ -190,3 +190,11 @@ def test_the_model_spec_picks_or_forces_the_engine(tmp_path: Path, monkeypatch, 
     )
     with pytest.raises(ValueError, match="unknown engine"):
         make_chat_model({**spec, "engine": "vllm"})
+
+
+def test_the_engine_environment_variable_decides_what_auto_means(monkeypatch) -> None:
+    monkeypatch.setattr(engine, "read_cpuinfo", lambda: INTEL_AMX)
+    assert engine.detect_engine("auto").engine == "transformers"
+    monkeypatch.setenv(engine.ENGINE_ENV, "llamacpp")
+    assert engine.detect_engine("auto").engine == "llamacpp"
+    assert engine.detect_engine("transformers").engine == "transformers"  # a spec's own choice wins

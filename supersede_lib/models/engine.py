@@ -21,6 +21,7 @@ from supersede_lib.models.gguf import EmbeddedGGUFModel, threads_from_env
 ENGINES = ("auto", "llamacpp", "transformers")
 BF16_MATRIX_FLAGS = ("amx_bf16", "avx512_bf16")
 CPUINFO_PATH = Path("/proc/cpuinfo")
+ENGINE_ENV = "SUPERSEDE_ENGINE"  # llamacpp | transformers: what "auto" means on this machine
 Engine = Literal["llamacpp", "transformers"]
 
 
@@ -113,7 +114,9 @@ def cuda_is_available() -> bool:
 
 
 def detect_engine(requested: str = "auto", threads: int | None = None) -> EngineChoice:
-    """`choose_engine` on this machine's CPU flags and GPU."""
+    """`choose_engine` on this machine's CPU flags and GPU; `SUPERSEDE_ENGINE` overrides "auto"."""
+    if requested == "auto":
+        requested = os.environ.get(ENGINE_ENV, "").strip() or "auto"
     return choose_engine(
         requested, cpuinfo_text=read_cpuinfo(), cuda_available=cuda_is_available(), threads=threads
     )
