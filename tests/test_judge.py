@@ -10,8 +10,8 @@ from supersede_lib.eval.judge import (
     ABSTENTION_TEMPLATE,
     KNOWLEDGE_UPDATE_TEMPLATE,
     LongMemEvalJudge,
-    agreement,
     agreement_from_pairs,
+    matcher_judge_agreement,
     reply_says_yes,
 )
 from supersede_lib.models.chat import ChatResult
@@ -95,7 +95,7 @@ def test_agreement_counts_and_kappa() -> None:
             "judge_correct": [True, False, False, False, True, None],
         }
     )
-    result = agreement(frame)
+    result = matcher_judge_agreement(frame)
     assert result["n"] == 5
     assert (result["both_correct"], result["matcher_only_correct"]) == (2, 1)
     assert (result["judge_only_correct"], result["both_wrong"]) == (0, 2)
@@ -111,4 +111,4 @@ def test_kappa_undefined_for_constant_identical_graders_and_empty_input() -> Non
 
 def test_agreement_missing_column_is_named() -> None:
     with pytest.raises(KeyError, match="judge_correct"):
-        agreement(pd.DataFrame({"verdict": ["correct"]}))
+        matcher_judge_agreement(pd.DataFrame({"verdict": ["correct"]}))

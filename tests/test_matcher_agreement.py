@@ -67,3 +67,28 @@ def test_agreement_matrix_counts_and_weights() -> None:
     assert (weighted.agreed, weighted.total) == (8, 10)
     with pytest.raises(KeyError, match="label"):
         agreement(frame.drop(columns="label"))
+
+
+def test_a_judge_is_held_to_the_same_labels() -> None:
+    from supersede_lib.eval.agreement import judge_agreement_with_labels, judge_labelled_answers
+    from supersede_lib.eval.judge import LongMemEvalJudge
+    from supersede_lib.models.chat import ChatResult
+
+    class SaysYesWhenTheGoldIsQuoted:
+        """A scripted judge: 'yes' when the response (last part of the prompt) contains the gold."""
+
+        name = "scripted-judge"
+
+        async def achat(self, messages, *, max_tokens=None, temperature=0.0, seed=0):
+            prompt = messages[-1]["content"]
+            gold = prompt.split("Correct answer:")[1].split("\n")[0].strip()
+            response = prompt.split("response:")[-1]
+            return ChatResult("yes" if gold.lower() in response.lower() else "no")
+
+    rows = read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")[:40]
+    judged = judge_labelled_answers(rows, LongMemEvalJudge(SaysYesWhenTheGoldIsQuoted()))
+    assert list(judged["id"]) == [row["id"] for row in rows]
+    assert set(judged["judge_reply"]) <= {"yes", "no"}
+    result = judge_agreement_with_labels(judged)
+    assert result["n"] == 40 and 0.0 <= result["agreement"] <= 1.0
+    assert result["matcher_accuracy"] == sum(row["label"] == "correct" for row in rows) / 40  # human share

@@ -4,7 +4,9 @@ The labelled set (`tests/fixtures/matcher_labels/labelled_answers.jsonl`, descri
 beside it) holds real model answers, each with the episode's question and values and a careful
 reader's verdict. `grade_labelled_answers` scores every answer with `score_answer`; `agreement` gives
 the confusion matrix (rows: matcher verdict, columns: human label) and the share that agree, which
-the agreement test and the report both use.
+the agreement test and the report both use. `judge_labelled_answers` asks an LLM judge (the
+LongMemEval protocol) about the same answers, so a judge model can be held to the same labels
+(`python -m supersede_lib.studies.validation` writes both under outputs/validation/).
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from typing import Any, get_args
 
 import pandas as pd
 
+from supersede_lib.episode import Episode
+from supersede_lib.eval.judge import LongMemEvalJudge, agreement_from_pairs
 from supersede_lib.eval.matcher import Verdict, score_answer
+from supersede_lib.eval.run_files import REPO_ROOT
+from supersede_lib.eval.runner import run_sync
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
+LABELLED_ANSWERS = REPO_ROOT / "tests" / "fixtures" / "matcher_labels" / "labelled_answers.jsonl"
 
 
 @dataclass(frozen=True)
@@ -99,3 +106,38 @@ def agreement(
 def disagreements(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows whose matcher verdict differs from the human label."""
     return frame[frame["verdict"] != frame["label"]]
+
+
+def _episode_for(row: Mapping[str, Any]) -> Episode:
+    """The parts of an episode the judge prompt reads (question, gold, abstention)."""
+    return Episode(
+        episode_id=str(row["id"]),
+        sessions=(),
+        question=row["question"],
+        question_date="",
+        gold_answers=tuple(row["gold_answers"]),
+        superseded_values=tuple(row["superseded_values"]),
+        is_abstention=bool(row["is_abstention"]),
+        asks_previous_value=bool(row["asks_previous_value"]),
+    )
+
+
+def judge_labelled_answers(rows: Iterable[Mapping[str, Any]], judge: LongMemEvalJudge) -> pd.DataFrame:
+    """One row per labelled answer: the human label, the matcher verdict and the judge's yes/no."""
+    rows = list(rows)
+    graded = grade_labelled_answers(rows)
+
+    async def ask_all() -> list[Any]:
+        return [await judge.ajudge_result(_episode_for(row), row["answer"]) for row in rows]
+
+    verdicts = run_sync(ask_all())
+    graded["judge_correct"] = [verdict.correct for verdict in verdicts]
+    graded["judge_reply"] = [verdict.reply for verdict in verdicts]
+    return graded
+
+
+def judge_agreement_with_labels(frame: pd.DataFrame) -> dict[str, Any]:
+    """The judge's yes/no against the human label (correct or not), with Cohen's kappa."""
+    return agreement_from_pairs(
+        [label == "correct" for label in frame["label"]], [bool(value) for value in frame["judge_correct"]]
+    )

@@ -18,7 +18,6 @@ import pandas as pd
 from supersede_lib.episode import Episode
 from supersede_lib.models.chat import ChatModel
 
-DEFAULT_JUDGE_MODEL = "gpt-4o-2024-08-06"
 JUDGE_MAX_TOKENS = 10
 JUDGE_TEMPERATURE = 0.0
 
@@ -108,16 +107,7 @@ class LongMemEvalJudge:
         return (await self.ajudge_result(episode, answer)).correct
 
 
-def default_judge(
-    model: str = DEFAULT_JUDGE_MODEL, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
-) -> LongMemEvalJudge:
-    """The paper's judge: an OpenAI-compatible endpoint serving `model` (gpt-4o-2024-08-06)."""
-    from supersede_lib.models.openai_api import OpenAIChatModel
-
-    return LongMemEvalJudge(OpenAIChatModel(model, base_url=base_url, api_key_env=api_key_env))
-
-
-def agreement(
+def matcher_judge_agreement(
     frame: pd.DataFrame, matcher_column: str = "verdict", judge_column: str = "judge_correct"
 ) -> dict[str, Any]:
     """How often the programmatic matcher and the LLM judge agree, with Cohen's kappa.

@@ -1,0 +1,78 @@
+"""The instrument checked against people: the matcher and embedded LLM judges on the human-labelled
+answers (`tests/fixtures/matcher_labels/`), written to outputs/validation/.
+
+    python -m supersede_lib.studies.validation --judge-model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from supersede_lib.eval.agreement import (
+    LABELLED_ANSWERS,
+    agreement,
+    grade_labelled_answers,
+    judge_agreement_with_labels,
+    judge_labelled_answers,
+    read_labelled_answers,
+)
+from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf
+from supersede_lib.studies.common import markdown_table
+from supersede_lib.studies.profiles import OUTPUT_ROOT
+
+VALIDATION_DIR = OUTPUT_ROOT / "validation"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Matcher (and, with --judge-model, embedded judges) against the human labels; tables under
+    outputs/validation/."""
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--labels", default=str(LABELLED_ANSWERS))
+    parser.add_argument("--judge-model", action="append", default=[], help="a GGUF file name (repeatable)")
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    rows = read_labelled_answers(args.labels)
+    VALIDATION_DIR.mkdir(parents=True, exist_ok=True)
+    graded = grade_labelled_answers(rows)
+    matcher = agreement(graded)
+    lines = [
+        f"# The matcher against human labels ({len(graded)} real answers, {Path(args.labels).name})",
+        "",
+        f"Agreement: {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}",
+        "",
+        markdown_table(matcher.matrix.reset_index()),
+    ]
+    summary: dict[str, Any] = {"n": len(graded), "matcher_agreement": matcher.share, "judges": {}}
+    for model_file in args.judge_model:
+        model = EmbeddedGGUFModel(
+            resolve_default_gguf(filename=model_file), n_ctx=4096, n_threads=args.threads
+        )
+        try:
+            judged = judge_labelled_answers(rows, LongMemEvalJudge(model))
+        finally:
+            model.close()
+        result = judge_agreement_with_labels(judged)
+        summary["judges"][model_file] = result
+        judged.to_csv(VALIDATION_DIR / f"judge__{Path(model_file).stem}.csv", index=False)
+        lines += [
+            "",
+            f"## LongMemEval-protocol judge: {model_file} (embedded, greedy, max_tokens 10)",
+            "",
+            f"Agrees with the human label (correct vs not) on {result['agreement']:.1%} of {result['n']} answers; "
+            f"Cohen's kappa {result['cohen_kappa'] if result['cohen_kappa'] is None else round(result['cohen_kappa'], 3)}; "
+            f"says yes to {result['judge_accuracy']:.1%} (humans: {result['matcher_accuracy']:.1%} correct).",
+        ]
+    (VALIDATION_DIR / "agreement.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (VALIDATION_DIR / "agreement.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
