@@ -33,9 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
+from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import RunSettings, run_condition
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.gguf import EmbeddedGGUFModel
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel
 
 DEFAULT_OUTPUT_DIR = Path("outputs") / "bench"
 FAKE_KEY_ENV = "SUPERSEDE_BENCH_FAKE_KEY"  # unset on purpose: local servers take a placeholder key
@@ -61,7 +66,6 @@ def makespan_bound_s(chains: list[int], concurrency: int, latency_s: float) -> f
 
 def _serve_fake(latency_s: float, connection: Any) -> None:
     """Child process: run the fake server (its own GIL, off the runner's core) until told to stop."""
-    from supersede_lib.models.local_server import LocalOpenAIServer
 
     with LocalOpenAIServer(latency_s=latency_s) as server:
         connection.send(server.base_url)
@@ -113,9 +117,6 @@ def concurrency_bench(
     seed: int,
 ) -> dict[str, Any]:
     """Sequential vs concurrent vs cached wall times against the fake server."""
-    from supersede_lib.data.synthetic import generate_episodes
-    from supersede_lib.models.cache import CachedChatModel, ResponseCache
-    from supersede_lib.models.openai_api import OpenAIChatModel
 
     episodes = generate_episodes(n_questions, seed=seed, difficulty="medium")
     chains = [calls_per_question(episode) for episode in episodes]
@@ -221,8 +222,6 @@ def embedded_overhead_bench(seed: int) -> dict[str, Any]:
     path = smallest_gguf()
     if path is None:
         return {"skipped": "no GGUF model file found (run provision-models.sh or set SUPERSEDE_MODEL_DIR)"}
-    from supersede_lib.data.synthetic import generate_episodes
-    from supersede_lib.models.gguf import EmbeddedGGUFModel
 
     model = EmbeddedGGUFModel(path, n_ctx=4096)
     model.load()  # loading is a one-off cost, not per-call harness overhead

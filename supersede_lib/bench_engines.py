@@ -20,6 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import (
     DEFAULT_MAX_TOKENS_ANSWER,
@@ -97,7 +98,6 @@ def run_engine(
     disagreement_calls: int,
 ) -> dict[str, Any]:
     """One engine on both conditions (run in a fresh process; returns plain data)."""
-    from supersede_lib.data.synthetic import generate_episodes
 
     episodes = generate_episodes(n_questions, seed=seed, difficulty="medium")
     choice = detect_engine(engine, threads)

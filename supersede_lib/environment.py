@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import verifiers as vf
 
+from supersede_lib.data.longmemeval import load_longmemeval
+from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
@@ -264,15 +266,11 @@ def load_environment(
     Remaining keyword arguments go to the environment (e.g. `timeout_seconds`, `sampling_args`).
     """
     if mode == "eval":
-        from supersede_lib.data.longmemeval import load_longmemeval
-
         limit = max_examples if max_examples > 0 else None
         episodes = load_longmemeval(
             split=split, question_type=question_type, local_path=data_path, limit=limit
         )
     elif mode == "train":
-        from supersede_lib.data.synthetic import generate_episodes
-
         episodes = generate_episodes(num_train_examples, seed=seed, difficulty=difficulty)
     else:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

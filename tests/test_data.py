@@ -420,7 +420,7 @@ def test_explicit_local_location_without_the_file_does_not_fall_back_to_the_hub(
     def no_network(**kwargs: Any) -> str:
         raise AssertionError("must not try the hub when a local location was given")
 
-    monkeypatch.setattr("huggingface_hub.hf_hub_download", no_network)
+    monkeypatch.setattr("supersede_lib.data.longmemeval.hf_hub_download", no_network)
     with pytest.raises(DataUnavailableError, match="longmemeval_m_cleaned.json.*PROFILE=offline"):
         longmemeval_file("m", local_path=FIXTURES)
     monkeypatch.setenv(data.LOCAL_DIR_ENV, str(tmp_path / "missing"))
@@ -453,7 +453,7 @@ def test_hub_download_passes_repo_filename_and_cache_dir(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cached: bool
 ) -> None:
     hub = FakeHub(ORACLE_FIXTURE, cached=cached)
-    monkeypatch.setattr("huggingface_hub.hf_hub_download", hub)
+    monkeypatch.setattr("supersede_lib.data.longmemeval.hf_hub_download", hub)
     episodes = load_longmemeval(cache_dir=tmp_path / "cache")
     assert len(episodes) == 5
     assert len(hub.calls) == (1 if cached else 2)
@@ -469,7 +469,7 @@ def test_hub_download_passes_repo_filename_and_cache_dir(
 
 def test_hub_overrides_for_the_original_release(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     hub = FakeHub(FIXTURES / "longmemeval_s_cleaned.json", cached=True)
-    monkeypatch.setattr("huggingface_hub.hf_hub_download", hub)
+    monkeypatch.setattr("supersede_lib.data.longmemeval.hf_hub_download", hub)
     (item,) = load_longmemeval(
         split="s", repo_id=data.ORIGINAL_REPO_ID, revision="abc123", cache_dir=tmp_path
     )
@@ -482,7 +482,7 @@ def test_hub_overrides_for_the_original_release(monkeypatch: pytest.MonkeyPatch,
 
 def test_default_cache_dir_is_under_data_longmemeval(monkeypatch: pytest.MonkeyPatch) -> None:
     hub = FakeHub(ORACLE_FIXTURE, cached=True)
-    monkeypatch.setattr("huggingface_hub.hf_hub_download", hub)
+    monkeypatch.setattr("supersede_lib.data.longmemeval.hf_hub_download", hub)
     monkeypatch.setattr(data.Path, "mkdir", lambda *args, **kwargs: None)  # leave the real tree alone
     longmemeval_file("oracle")
     assert Path(hub.calls[0]["cache_dir"]).parts[-2:] == ("data", "longmemeval")
@@ -491,7 +491,7 @@ def test_default_cache_dir_is_under_data_longmemeval(monkeypatch: pytest.MonkeyP
 def test_hub_failure_raises_data_unavailable_naming_what_to_set(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("huggingface_hub.hf_hub_download", FakeHub(None, cached=False))
+    monkeypatch.setattr("supersede_lib.data.longmemeval.hf_hub_download", FakeHub(None, cached=False))
     with pytest.raises(DataUnavailableError) as raised:
         load_longmemeval(cache_dir=tmp_path)
     message = str(raised.value)

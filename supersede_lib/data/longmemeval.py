@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, overload
 
 import pandas as pd
+from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import HFValidationError, HTTPError
 
 from supersede_lib.episode import Episode, Session, Turn
 
@@ -125,8 +127,6 @@ def _local_file(location: Path, names: list[str], origin: str) -> Path:
 
 def _hub_file(repo_id: str, filename: str, revision: str | None, cache_dir: Path) -> Path:
     """Download (or reuse the cached copy of) one dataset file from the Hugging Face hub."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import HFValidationError, HTTPError
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     request = dict(repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision)
