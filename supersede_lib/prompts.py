@@ -1,16 +1,24 @@
-"""Chat messages the agent sees at each turn.
+"""Chat messages the agent sees at each turn, as named prompt variants.
 
 Kept apart from the rollout state machine so prompts can be tuned (and measured on
-real models) without touching the no-re-feed logic. Every builder returns a fresh
+real models) without touching the no-re-feed logic. A `PromptSet` holds every text one
+variant sends (notes rewrite, answer from notes, full context); `PROMPT_VARIANTS` names
+them, and docs/prompts.md records how they were measured. The paper does not publish its
+prompt text, so every variant here is ours, not the paper's. Every builder returns a fresh
 OpenAI-style message list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from supersede_lib.episode import Session
 from supersede_lib.models.chat import Message
+
+# --------------------------------------------------------------------------------------------
+# v1: the prompt studies 02-05 were first run with (one worked example as an earlier chat turn)
+# --------------------------------------------------------------------------------------------
 
 NOTES_SYSTEM = (
     "You keep a short memory about the user. You cannot reread past conversations: your notes are "
@@ -34,20 +42,168 @@ NOTES_EXAMPLE_USER = (
     "Write the updated notes (at most 120 characters)."
 )
 NOTES_EXAMPLE_REPLY = "- lives in the suburbs (moved from Detroit, Apr 2023); dog named Rex"
-# Words that belong to the worked example only: notes holding them copied the example
-# (diagnostics.echoes_prompt_example), unless the episode itself is about them.
+# Words that belong to the worked example only: notes holding them copied the example.
 NOTES_EXAMPLE_MARKERS = ("Detroit", "Rex")
+
+NOTES_USER = (
+    "Current notes (at most {budget} characters):\n{notes}\n\n"
+    "New conversation ({date}):\n{session}\n\n"
+    "Write the updated notes (at most {budget} characters)."
+)
 
 ANSWER_SYSTEM = (
     "Answer the user's question using only your notes. Give the most recent value when a fact "
     "changed. If the notes do not contain the information, say that you don't know. Answer briefly."
 )
+ANSWER_USER = "My notes:\n{notes}\n\nCurrent date: {question_date}\nQuestion: {question}"
 
 FULL_CONTEXT_SYSTEM = (
     "You are a helpful assistant with access to the user's past conversations. Answer the question "
     "using the most recent information. If the information is not in the history, say that you don't "
     "know. Answer briefly."
 )
+FULL_CONTEXT_USER = (
+    "Conversation history:\n\n{history}\n\nCurrent date: {question_date}\nQuestion: {question}"
+)
+
+# --------------------------------------------------------------------------------------------
+# Texts the newer variants share
+# --------------------------------------------------------------------------------------------
+
+# Explicit keep / update / add / remove rules and terse one-fact lines, no worked example.
+RULES_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later.\n"
+    "Rules:\n"
+    "- Record only facts the user states about their own life: people and pets and their names, "
+    "places, things they own, and every number, amount, time or date they give, even in passing.\n"
+    "- KEEP every line that the conversation does not change.\n"
+    "- UPDATE: if the user changes a fact already in the file, replace the old value on its line "
+    "with the new one.\n"
+    "- ADD one line for each new fact.\n"
+    "- REMOVE a line only if the user says it is no longer true.\n"
+    "- Ignore the assistant's advice and the user's general questions. Never invent facts.\n"
+    "Write one fact per line as `topic: value`. Reply with the whole memory file and nothing else."
+)
+RULES_NOTES_USER = (
+    "Memory file now:\n{notes}\n\n"
+    "New conversation ({date}):\n{session}\n\n"
+    "Rewrite the whole memory file (at most {budget} characters)."
+)
+RULES_EMPTY_NOTES = "(nothing recorded yet)"
+
+# An example from a domain the generator never uses, so a copied fact is plainly not the user's.
+UNRELATED_EXAMPLE_USER = (
+    "Memory file now:\n"
+    "violin teacher: Ms. Okafor\n"
+    "bike: blue Trek\n\n"
+    "New conversation (2021/09/14):\n"
+    "user: How often should I change violin strings?\n"
+    "assistant: Every six to twelve months if you play most days.\n"
+    "user: Ms. Okafor retired, so my lessons are with Mr. Lindqvist now. Any tips for a new teacher?\n"
+    "assistant: Tell him what you want to work on first.\n\n"
+    "Rewrite the whole memory file (at most 120 characters)."
+)
+UNRELATED_EXAMPLE_REPLY = (
+    "violin teacher: Mr. Lindqvist (since 2021/09/14; before: Ms. Okafor)\nbike: blue Trek"
+)
+UNRELATED_EXAMPLE_MARKERS = ("Okafor", "Lindqvist", "Trek", "violin")
+
+NOTES_ANSWER_SYSTEM = (
+    "Answer the user's question using only your memory file. When a fact changed, give its current "
+    "value unless the question asks for an earlier one. If the memory file does not contain the "
+    "information, say that you don't know. Answer in one short sentence."
+)
+NOTES_ANSWER_USER = "Memory file:\n{notes}\n\nCurrent date: {question_date}\nQuestion: {question}"
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """Every text one prompt variant sends.
+
+    Templates are `str.format` strings: `notes_user` takes {notes} {budget} {date} {session};
+    `answer_user` takes {notes} {question_date} {question}; `full_context_user` takes {history}
+    {question_date} {question}. `notes_examples` are (user, assistant) turns sent before the real
+    request; `example_markers` are words only those examples use (notes holding them copied one).
+    """
+
+    name: str
+    summary: str
+    notes_system: str
+    notes_user: str
+    answer_system: str
+    answer_user: str
+    notes_examples: tuple[tuple[str, str], ...] = ()
+    example_markers: tuple[str, ...] = ()
+    empty_notes: str = "(empty)"
+    full_context_system: str = FULL_CONTEXT_SYSTEM
+    full_context_user: str = FULL_CONTEXT_USER
+
+
+PROMPT_VARIANTS: dict[str, PromptSet] = {
+    variant.name: variant
+    for variant in (
+        PromptSet(
+            name="v1_worked_example",
+            summary="prose instructions + one worked example (Detroit/Rex) as an earlier chat turn",
+            notes_system=NOTES_SYSTEM,
+            notes_user=NOTES_USER,
+            answer_system=ANSWER_SYSTEM,
+            answer_user=ANSWER_USER,
+            notes_examples=((NOTES_EXAMPLE_USER, NOTES_EXAMPLE_REPLY),),
+            example_markers=NOTES_EXAMPLE_MARKERS,
+        ),
+        PromptSet(
+            name="v1_no_example",
+            summary="v1's prose instructions without the worked example",
+            notes_system=NOTES_SYSTEM,
+            notes_user=NOTES_USER,
+            answer_system=ANSWER_SYSTEM,
+            answer_user=ANSWER_USER,
+        ),
+        PromptSet(
+            name="v2_rules_kv",
+            summary="keep/update/add/remove rules, `topic: value` lines, no example",
+            notes_system=RULES_NOTES_SYSTEM,
+            notes_user=RULES_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v3_rules_unrelated_example",
+            summary="v2's rules + one example turn from an unrelated domain (violin teacher) showing an update",
+            notes_system=RULES_NOTES_SYSTEM,
+            notes_user=RULES_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            notes_examples=((UNRELATED_EXAMPLE_USER, UNRELATED_EXAMPLE_REPLY),),
+            example_markers=UNRELATED_EXAMPLE_MARKERS,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+    )
+}
+DEFAULT_PROMPT_VARIANT = "v1_worked_example"
+# Every word any variant's examples use: what `diagnostics.echoes_prompt_example` looks for.
+ALL_EXAMPLE_MARKERS = tuple(
+    dict.fromkeys(marker for variant in PROMPT_VARIANTS.values() for marker in variant.example_markers)
+)
+
+
+def get_prompt_variant(name: str) -> PromptSet:
+    """The PromptSet called `name`; a ValueError naming the allowed ones otherwise."""
+    try:
+        return PROMPT_VARIANTS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown prompt variant {name!r}; expected one of {sorted(PROMPT_VARIANTS)}"
+        ) from None
+
+
+def is_notes_request(messages: Sequence[Message]) -> bool:
+    """True when `messages` is a notes rewrite of any variant (its system text is a notes system)."""
+    notes_systems = {variant.notes_system for variant in PROMPT_VARIANTS.values()}
+    return bool(messages) and messages[0]["role"] == "system" and messages[0]["content"] in notes_systems
 
 
 def render_session(session: Session) -> str:
@@ -55,36 +211,48 @@ def render_session(session: Session) -> str:
     return "\n".join(f"{turn.role}: {turn.content}" for turn in session.turns)
 
 
-def notes_update_messages(notes: str, session: Session, notes_budget_chars: int) -> list[Message]:
+def notes_update_messages(
+    notes: str, session: Session, notes_budget_chars: int, variant: str = DEFAULT_PROMPT_VARIANT
+) -> list[Message]:
     """Prompt for one memory rewrite: current notes + ONE new session, nothing older."""
-    user = (
-        f"Current notes (at most {notes_budget_chars} characters):\n{notes or '(empty)'}\n\n"
-        f"New conversation ({session.date}):\n{render_session(session)}\n\n"
-        f"Write the updated notes (at most {notes_budget_chars} characters)."
+    prompt_set = get_prompt_variant(variant)
+    user = prompt_set.notes_user.format(
+        notes=notes or prompt_set.empty_notes,
+        budget=notes_budget_chars,
+        date=session.date,
+        session=render_session(session),
     )
-    return [
-        {"role": "system", "content": NOTES_SYSTEM},
-        {"role": "user", "content": NOTES_EXAMPLE_USER},
-        {"role": "assistant", "content": NOTES_EXAMPLE_REPLY},
-        {"role": "user", "content": user},
-    ]
+    messages: list[Message] = [{"role": "system", "content": prompt_set.notes_system}]
+    for example_user, example_reply in prompt_set.notes_examples:
+        messages += [
+            {"role": "user", "content": example_user},
+            {"role": "assistant", "content": example_reply},
+        ]
+    messages.append({"role": "user", "content": user})
+    return messages
 
 
-def answer_from_notes_messages(notes: str, question: str, question_date: str) -> list[Message]:
+def answer_from_notes_messages(
+    notes: str, question: str, question_date: str, variant: str = DEFAULT_PROMPT_VARIANT
+) -> list[Message]:
     """Prompt for the final answer: notes and question only (raw sessions never re-fed)."""
-    user = f"My notes:\n{notes or '(empty)'}\n\nCurrent date: {question_date}\nQuestion: {question}"
-    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
+    prompt_set = get_prompt_variant(variant)
+    user = prompt_set.answer_user.format(
+        notes=notes or prompt_set.empty_notes, question_date=question_date, question=question
+    )
+    return [{"role": "system", "content": prompt_set.answer_system}, {"role": "user", "content": user}]
 
 
-def full_context_messages(sessions: Sequence[Session], question: str, question_date: str) -> list[Message]:
+def full_context_messages(
+    sessions: Sequence[Session], question: str, question_date: str, variant: str = DEFAULT_PROMPT_VARIANT
+) -> list[Message]:
     """The upper-bound condition: every session in date order, then the question."""
+    prompt_set = get_prompt_variant(variant)
     blocks = [
         f"### Session {index} ({session.date})\n{render_session(session)}"
         for index, session in enumerate(sessions, start=1)
     ]
-    user = (
-        "Conversation history:\n\n"
-        + "\n\n".join(blocks)
-        + f"\n\nCurrent date: {question_date}\nQuestion: {question}"
+    user = prompt_set.full_context_user.format(
+        history="\n\n".join(blocks), question_date=question_date, question=question
     )
-    return [{"role": "system", "content": FULL_CONTEXT_SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": prompt_set.full_context_system}, {"role": "user", "content": user}]
