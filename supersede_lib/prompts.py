@@ -10,6 +10,7 @@ OpenAI-style message list.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -109,6 +110,20 @@ UNRELATED_EXAMPLE_REPLY = (
 )
 UNRELATED_EXAMPLE_MARKERS = ("Okafor", "Lindqvist", "Trek", "violin")
 
+# Never shows a placeholder to copy: while the notes are empty the model is asked to start them,
+# and the new session comes before the notes so the request to rewrite sits next to the notes.
+FIRST_WRITE_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "You have no memory file yet. Start it now: one `topic: value` line for each fact the user states "
+    "about their own life in this conversation (at most {budget} characters)."
+)
+SESSION_FIRST_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "Your memory file so far:\n{notes}\n\n"
+    "Rewrite the whole memory file: keep its lines, replace any value the user changed in this "
+    "conversation, add new facts (at most {budget} characters)."
+)
+
 NOTES_ANSWER_SYSTEM = (
     "Answer the user's question using only your memory file. When a fact changed, give its current "
     "value unless the question asks for an earlier one. If the memory file does not contain the "
@@ -122,7 +137,8 @@ class PromptSet:
     """Every text one prompt variant sends.
 
     Templates are `str.format` strings: `notes_user` takes {notes} {budget} {date} {session};
-    `answer_user` takes {notes} {question_date} {question}; `full_context_user` takes {history}
+    `first_notes_user` (when set) replaces it while the notes are still empty, so the model is
+    asked to start the notes instead of being shown a placeholder it can copy; `answer_user` takes {notes} {question_date} {question}; `full_context_user` takes {history}
     {question_date} {question}. `notes_examples` are (user, assistant) turns sent before the real
     request; `example_markers` are words only those examples use (notes holding them copied one).
     """
@@ -136,6 +152,7 @@ class PromptSet:
     notes_examples: tuple[tuple[str, str], ...] = ()
     example_markers: tuple[str, ...] = ()
     empty_notes: str = "(empty)"
+    first_notes_user: str | None = None
     full_context_system: str = FULL_CONTEXT_SYSTEM
     full_context_user: str = FULL_CONTEXT_USER
 
@@ -181,6 +198,16 @@ PROMPT_VARIANTS: dict[str, PromptSet] = {
             example_markers=UNRELATED_EXAMPLE_MARKERS,
             empty_notes=RULES_EMPTY_NOTES,
         ),
+        PromptSet(
+            name="v4_rules_first_write",
+            summary="v2's rules; no placeholder while notes are empty ('start it now'); session before notes",
+            notes_system=RULES_NOTES_SYSTEM,
+            notes_user=SESSION_FIRST_NOTES_USER,
+            first_notes_user=FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
     )
 }
 DEFAULT_PROMPT_VARIANT = "v1_worked_example"
@@ -188,6 +215,20 @@ DEFAULT_PROMPT_VARIANT = "v1_worked_example"
 ALL_EXAMPLE_MARKERS = tuple(
     dict.fromkeys(marker for variant in PROMPT_VARIANTS.values() for marker in variant.example_markers)
 )
+
+
+# Notes that say only that there is nothing to say: "(empty)", "- empty", "None.", "No notes yet".
+_PLACEHOLDER_LINE = re.compile(
+    r"^[\W_]*(?:empty|none|n/?a|nothing(?: recorded| to note)?(?: yet)?|"
+    r"no (?:notes|facts|information|memory)(?: file)?(?: yet)?)[\W_]*$",
+    re.IGNORECASE,
+)
+
+
+def is_empty_notes(notes: str | None) -> bool:
+    """True for notes that are blank or only a placeholder such as "(empty)" or "- none"."""
+    lines = [line.strip() for line in (notes or "").splitlines() if line.strip()]
+    return all(_PLACEHOLDER_LINE.match(line) for line in lines)
 
 
 def get_prompt_variant(name: str) -> PromptSet:
@@ -216,7 +257,10 @@ def notes_update_messages(
 ) -> list[Message]:
     """Prompt for one memory rewrite: current notes + ONE new session, nothing older."""
     prompt_set = get_prompt_variant(variant)
-    user = prompt_set.notes_user.format(
+    template = prompt_set.notes_user
+    if prompt_set.first_notes_user is not None and is_empty_notes(notes):
+        template = prompt_set.first_notes_user
+    user = template.format(
         notes=notes or prompt_set.empty_notes,
         budget=notes_budget_chars,
         date=session.date,

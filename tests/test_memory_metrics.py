@@ -7,9 +7,9 @@ from supersede_lib.eval.memory_metrics import (
     MemoryMetrics,
     aggregate_memory_metrics,
     echoes_example,
-    is_empty_notes,
     trajectory_memory_metrics,
 )
+from supersede_lib.prompts import is_empty_notes
 from supersede_lib.rollout import make_rollout
 
 

@@ -25,25 +25,7 @@ from typing import Any
 
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import conveys_value
-from supersede_lib.prompts import ALL_EXAMPLE_MARKERS, PROMPT_VARIANTS
-
-# Notes that say only that there is nothing to say: "(empty)", "- empty", "None.", "No notes yet".
-_PLACEHOLDER = re.compile(
-    r"^[\W_]*(?:empty|none|n/?a|nothing(?: recorded| to note)?(?: yet)?|"
-    r"no (?:notes|facts|information|memory)(?: yet)?|\(?empty\)?)[\W_]*$",
-    re.IGNORECASE,
-)
-_VARIANT_PLACEHOLDERS = frozenset(variant.empty_notes.strip().lower() for variant in PROMPT_VARIANTS.values())
-
-
-def is_empty_notes(notes: str | None) -> bool:
-    """True for notes that are blank or only a placeholder such as "(empty)" or "- none"."""
-    text = (notes or "").strip()
-    if not text:
-        return True
-    if text.lower() in _VARIANT_PLACEHOLDERS:
-        return True
-    return all(_PLACEHOLDER.match(line.strip()) for line in text.splitlines() if line.strip())
+from supersede_lib.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 
 
 def _comparable(notes: str | None) -> str:
