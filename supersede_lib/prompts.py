@@ -93,6 +93,23 @@ RULES_NOTES_USER = (
 )
 RULES_EMPTY_NOTES = "(nothing recorded yet)"
 
+# v4's measured faults fixed: the model wrote a literal "topic:" before each line and kept the
+# assistant's advice, so the format is shown with real subjects and advice is excluded by name.
+SUBJECT_LINES_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later.\n"
+    "Write one short line per fact as `subject: value`, for example `city: ...`, `car: ...`, "
+    "`partner: ...`.\n"
+    "Rules:\n"
+    "- Record only what the USER says about their own life: names of people and pets, where they live "
+    "or go, what they own, and every number, amount, time or date they give, even in passing.\n"
+    "- Never record the assistant's advice, tips or questions.\n"
+    "- KEEP every line the conversation does not change.\n"
+    "- UPDATE: when the user gives a new value for a fact already in the file, replace the old value "
+    "on that line.\n"
+    "- Never invent facts. Reply with the memory file only."
+)
+
 # An example from a domain the generator never uses, so a copied fact is plainly not the user's.
 UNRELATED_EXAMPLE_USER = (
     "Memory file now:\n"
@@ -116,6 +133,11 @@ FIRST_WRITE_NOTES_USER = (
     "New conversation ({date}):\n{session}\n\n"
     "You have no memory file yet. Start it now: one `topic: value` line for each fact the user states "
     "about their own life in this conversation (at most {budget} characters)."
+)
+SUBJECT_FIRST_WRITE_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "You have no memory file yet. Start it now: one `subject: value` line for each fact the user "
+    "states about their own life in this conversation (at most {budget} characters)."
 )
 SESSION_FIRST_NOTES_USER = (
     "New conversation ({date}):\n{session}\n\n"
@@ -204,6 +226,16 @@ PROMPT_VARIANTS: dict[str, PromptSet] = {
             notes_system=RULES_NOTES_SYSTEM,
             notes_user=SESSION_FIRST_NOTES_USER,
             first_notes_user=FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v5_subject_lines",
+            summary="v4 with `subject: value` shown by real subjects and the assistant's advice excluded by name",
+            notes_system=SUBJECT_LINES_NOTES_SYSTEM,
+            notes_user=SESSION_FIRST_NOTES_USER,
+            first_notes_user=SUBJECT_FIRST_WRITE_NOTES_USER,
             answer_system=NOTES_ANSWER_SYSTEM,
             answer_user=NOTES_ANSWER_USER,
             empty_notes=RULES_EMPTY_NOTES,
