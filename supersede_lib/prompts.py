@@ -110,6 +110,34 @@ SUBJECT_LINES_NOTES_SYSTEM = (
     "- Never invent facts. Reply with the memory file only."
 )
 
+# v5's measured faults: an example subject invited an invented value ("city: New York") and the
+# assistant's tips still filled the file, so here no subject is named and the length is in lines.
+SHORT_LINES_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later.\n"
+    "Each line is one fact the USER told you about their own life, written as `subject: value` in a "
+    "few words. Keep at most 8 lines.\n"
+    "Rules:\n"
+    "- Record names of the user's people and pets, where they live or go, what they own, and every "
+    "number, amount, time or date they give about themselves, even in passing.\n"
+    "- Never record the assistant's advice or tips, and nothing the user only asks about.\n"
+    "- KEEP every line the conversation does not change.\n"
+    "- UPDATE: when the user gives a new value for a fact already in the file, replace the old value "
+    "on that line.\n"
+    "- Never invent facts. Reply with the memory file only."
+)
+SHORT_LINES_FIRST_WRITE_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "You have no memory file yet. Start it now: one short `subject: value` line for each fact the "
+    "user states about their own life in this conversation."
+)
+SHORT_LINES_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "Your memory file so far:\n{notes}\n\n"
+    "Rewrite the whole memory file: keep its lines, replace any value the user changed in this "
+    "conversation, add new facts about the user. At most 8 short lines."
+)
+
 # An example from a domain the generator never uses, so a copied fact is plainly not the user's.
 UNRELATED_EXAMPLE_USER = (
     "Memory file now:\n"
@@ -160,9 +188,11 @@ class PromptSet:
 
     Templates are `str.format` strings: `notes_user` takes {notes} {budget} {date} {session};
     `first_notes_user` (when set) replaces it while the notes are still empty, so the model is
-    asked to start the notes instead of being shown a placeholder it can copy; `answer_user` takes {notes} {question_date} {question}; `full_context_user` takes {history}
-    {question_date} {question}. `notes_examples` are (user, assistant) turns sent before the real
-    request; `example_markers` are words only those examples use (notes holding them copied one).
+    asked to start the notes instead of being shown a placeholder it can copy; `answer_user` takes
+    {notes} {question_date} {question}; `full_context_user` takes {history} {question_date}
+    {question}. `notes_examples` are (user, assistant) turns sent before the real request;
+    `example_markers` are words only those examples use (notes holding them copied one);
+    `notes_session_roles` are the turns of the new session a notes rewrite shows.
     """
 
     name: str
@@ -175,6 +205,7 @@ class PromptSet:
     example_markers: tuple[str, ...] = ()
     empty_notes: str = "(empty)"
     first_notes_user: str | None = None
+    notes_session_roles: tuple[str, ...] = ("user", "assistant")
     full_context_system: str = FULL_CONTEXT_SYSTEM
     full_context_user: str = FULL_CONTEXT_USER
 
@@ -240,6 +271,27 @@ PROMPT_VARIANTS: dict[str, PromptSet] = {
             answer_user=NOTES_ANSWER_USER,
             empty_notes=RULES_EMPTY_NOTES,
         ),
+        PromptSet(
+            name="v6_short_lines",
+            summary="v5 without example subjects; length given as at most 8 short lines",
+            notes_system=SHORT_LINES_NOTES_SYSTEM,
+            notes_user=SHORT_LINES_NOTES_USER,
+            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v7_short_lines_user_turns",
+            summary="v6, but the notes turn shows only the user's messages of the session",
+            notes_system=SHORT_LINES_NOTES_SYSTEM,
+            notes_user=SHORT_LINES_NOTES_USER,
+            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+            notes_session_roles=("user",),
+        ),
     )
 }
 DEFAULT_PROMPT_VARIANT = "v1_worked_example"
@@ -279,9 +331,9 @@ def is_notes_request(messages: Sequence[Message]) -> bool:
     return bool(messages) and messages[0]["role"] == "system" and messages[0]["content"] in notes_systems
 
 
-def render_session(session: Session) -> str:
-    """A session as plain `role: content` lines."""
-    return "\n".join(f"{turn.role}: {turn.content}" for turn in session.turns)
+def render_session(session: Session, roles: Sequence[str] = ("user", "assistant")) -> str:
+    """A session as plain `role: content` lines (only the turns of `roles`)."""
+    return "\n".join(f"{turn.role}: {turn.content}" for turn in session.turns if turn.role in roles)
 
 
 def notes_update_messages(
@@ -296,7 +348,7 @@ def notes_update_messages(
         notes=notes or prompt_set.empty_notes,
         budget=notes_budget_chars,
         date=session.date,
-        session=render_session(session),
+        session=render_session(session, prompt_set.notes_session_roles),
     )
     messages: list[Message] = [{"role": "system", "content": prompt_set.notes_system}]
     for example_user, example_reply in prompt_set.notes_examples:
