@@ -138,6 +138,33 @@ SHORT_LINES_NOTES_USER = (
     "conversation, add new facts about the user. At most 8 short lines."
 )
 
+# v4-v7 all froze once the notes filled the cap: the model copied the full notes and appended
+# new facts at the END, where the cap cut them off. Newest-first puts the cut on the oldest lines.
+NEWEST_FIRST_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later. Its length is limited and the end is cut off, so the NEWEST "
+    "facts go first.\n"
+    "Each line is one fact the user told you about their own life, as `subject: value` in a few "
+    "words: names of people and pets, places, things they own, and numbers, amounts, times and dates.\n"
+    "When you rewrite the file:\n"
+    "1. First write one line for each fact the user gave in this conversation (a new value replaces "
+    "the old one).\n"
+    "2. Then copy the older lines that are still true; drop a line whose value was replaced.\n"
+    "Never record questions, advice or tips. Never invent facts. Reply with the memory file only."
+)
+NEWEST_FIRST_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "Your memory file so far (newest first):\n{notes}\n\n"
+    "Rewrite the memory file (at most {budget} characters): first the facts the user gave in this "
+    "conversation, then the older lines that are still true."
+)
+NEWEST_FIRST_ANSWER_SYSTEM = (
+    "Answer the user's question using only your memory file. Its newest facts come first: when two "
+    "lines disagree, the upper one is current, unless the question asks for an earlier value. If the "
+    "memory file does not contain the information, say that you don't know. Answer in one short "
+    "sentence."
+)
+
 # An example from a domain the generator never uses, so a copied fact is plainly not the user's.
 UNRELATED_EXAMPLE_USER = (
     "Memory file now:\n"
@@ -288,6 +315,17 @@ PROMPT_VARIANTS: dict[str, PromptSet] = {
             notes_user=SHORT_LINES_NOTES_USER,
             first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
             answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+            notes_session_roles=("user",),
+        ),
+        PromptSet(
+            name="v8_newest_first",
+            summary="`subject: value` lines, newest facts first so the cap cuts the oldest; user turns only",
+            notes_system=NEWEST_FIRST_NOTES_SYSTEM,
+            notes_user=NEWEST_FIRST_NOTES_USER,
+            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+            answer_system=NEWEST_FIRST_ANSWER_SYSTEM,
             answer_user=NOTES_ANSWER_USER,
             empty_notes=RULES_EMPTY_NOTES,
             notes_session_roles=("user",),
