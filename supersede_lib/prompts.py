@@ -1,16 +1,25 @@
-"""Chat messages the agent sees at each turn.
+"""Chat messages the agent sees at each turn, as named prompt variants.
 
 Kept apart from the rollout state machine so prompts can be tuned (and measured on
-real models) without touching the no-re-feed logic. Every builder returns a fresh
+real models) without touching the no-re-feed logic. A `PromptSet` holds every text one
+variant sends (notes rewrite, answer from notes, full context); `PROMPT_VARIANTS` names
+them, and docs/prompts.md records how they were measured. The paper does not publish its
+prompt text, so every variant here is ours, not the paper's. Every builder returns a fresh
 OpenAI-style message list.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from supersede_lib.episode import Session
 from supersede_lib.models.chat import Message
+
+# --------------------------------------------------------------------------------------------
+# v1: the prompt studies 02-05 were first run with (one worked example as an earlier chat turn)
+# --------------------------------------------------------------------------------------------
 
 NOTES_SYSTEM = (
     "You keep a short memory about the user. You cannot reread past conversations: your notes are "
@@ -34,57 +43,382 @@ NOTES_EXAMPLE_USER = (
     "Write the updated notes (at most 120 characters)."
 )
 NOTES_EXAMPLE_REPLY = "- lives in the suburbs (moved from Detroit, Apr 2023); dog named Rex"
-# Words that belong to the worked example only: notes holding them copied the example
-# (diagnostics.echoes_prompt_example), unless the episode itself is about them.
+# Words that belong to the worked example only: notes holding them copied the example.
 NOTES_EXAMPLE_MARKERS = ("Detroit", "Rex")
+
+NOTES_USER = (
+    "Current notes (at most {budget} characters):\n{notes}\n\n"
+    "New conversation ({date}):\n{session}\n\n"
+    "Write the updated notes (at most {budget} characters)."
+)
 
 ANSWER_SYSTEM = (
     "Answer the user's question using only your notes. Give the most recent value when a fact "
     "changed. If the notes do not contain the information, say that you don't know. Answer briefly."
 )
+ANSWER_USER = "My notes:\n{notes}\n\nCurrent date: {question_date}\nQuestion: {question}"
 
 FULL_CONTEXT_SYSTEM = (
     "You are a helpful assistant with access to the user's past conversations. Answer the question "
     "using the most recent information. If the information is not in the history, say that you don't "
     "know. Answer briefly."
 )
+FULL_CONTEXT_USER = (
+    "Conversation history:\n\n{history}\n\nCurrent date: {question_date}\nQuestion: {question}"
+)
+
+# --------------------------------------------------------------------------------------------
+# Texts the newer variants share
+# --------------------------------------------------------------------------------------------
+
+# Explicit keep / update / add / remove rules and terse one-fact lines, no worked example.
+RULES_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later.\n"
+    "Rules:\n"
+    "- Record only facts the user states about their own life: people and pets and their names, "
+    "places, things they own, and every number, amount, time or date they give, even in passing.\n"
+    "- KEEP every line that the conversation does not change.\n"
+    "- UPDATE: if the user changes a fact already in the file, replace the old value on its line "
+    "with the new one.\n"
+    "- ADD one line for each new fact.\n"
+    "- REMOVE a line only if the user says it is no longer true.\n"
+    "- Ignore the assistant's advice and the user's general questions. Never invent facts.\n"
+    "Write one fact per line as `topic: value`. Reply with the whole memory file and nothing else."
+)
+RULES_NOTES_USER = (
+    "Memory file now:\n{notes}\n\n"
+    "New conversation ({date}):\n{session}\n\n"
+    "Rewrite the whole memory file (at most {budget} characters)."
+)
+RULES_EMPTY_NOTES = "(nothing recorded yet)"
+
+# v4's measured faults fixed: the model wrote a literal "topic:" before each line and kept the
+# assistant's advice, so the format is shown with real subjects and advice is excluded by name.
+SUBJECT_LINES_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later.\n"
+    "Write one short line per fact as `subject: value`, for example `city: ...`, `car: ...`, "
+    "`partner: ...`.\n"
+    "Rules:\n"
+    "- Record only what the USER says about their own life: names of people and pets, where they live "
+    "or go, what they own, and every number, amount, time or date they give, even in passing.\n"
+    "- Never record the assistant's advice, tips or questions.\n"
+    "- KEEP every line the conversation does not change.\n"
+    "- UPDATE: when the user gives a new value for a fact already in the file, replace the old value "
+    "on that line.\n"
+    "- Never invent facts. Reply with the memory file only."
+)
+
+# v5's measured faults: an example subject invited an invented value ("city: New York") and the
+# assistant's tips still filled the file, so here no subject is named and the length is in lines.
+SHORT_LINES_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later.\n"
+    "Each line is one fact the USER told you about their own life, written as `subject: value` in a "
+    "few words. Keep at most 8 lines.\n"
+    "Rules:\n"
+    "- Record names of the user's people and pets, where they live or go, what they own, and every "
+    "number, amount, time or date they give about themselves, even in passing.\n"
+    "- Never record the assistant's advice or tips, and nothing the user only asks about.\n"
+    "- KEEP every line the conversation does not change.\n"
+    "- UPDATE: when the user gives a new value for a fact already in the file, replace the old value "
+    "on that line.\n"
+    "- Never invent facts. Reply with the memory file only."
+)
+SHORT_LINES_FIRST_WRITE_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "You have no memory file yet. Start it now: one short `subject: value` line for each fact the "
+    "user states about their own life in this conversation."
+)
+SHORT_LINES_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "Your memory file so far:\n{notes}\n\n"
+    "Rewrite the whole memory file: keep its lines, replace any value the user changed in this "
+    "conversation, add new facts about the user. At most 8 short lines."
+)
+
+# v4-v7 all froze once the notes filled the cap: the model copied the full notes and appended
+# new facts at the END, where the cap cut them off. Newest-first puts the cut on the oldest lines.
+NEWEST_FIRST_NOTES_SYSTEM = (
+    "You keep a memory file about the user. You will never see this conversation again: the memory "
+    "file is all you will have later. Its length is limited and the end is cut off, so the NEWEST "
+    "facts go first.\n"
+    "Each line is one fact the user told you about their own life, as `subject: value` in a few "
+    "words: names of people and pets, places, things they own, and numbers, amounts, times and dates.\n"
+    "When you rewrite the file:\n"
+    "1. First write one line for each fact the user gave in this conversation (a new value replaces "
+    "the old one).\n"
+    "2. Then copy the older lines that are still true; drop a line whose value was replaced.\n"
+    "Never record questions, advice or tips. Never invent facts. Reply with the memory file only."
+)
+NEWEST_FIRST_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "Your memory file so far (newest first):\n{notes}\n\n"
+    "Rewrite the memory file (at most {budget} characters): first the facts the user gave in this "
+    "conversation, then the older lines that are still true."
+)
+NEWEST_FIRST_ANSWER_SYSTEM = (
+    "Answer the user's question using only your memory file. Its newest facts come first: when two "
+    "lines disagree, the upper one is current, unless the question asks for an earlier value. If the "
+    "memory file does not contain the information, say that you don't know. Answer in one short "
+    "sentence."
+)
+
+# An example from a domain the generator never uses, so a copied fact is plainly not the user's.
+UNRELATED_EXAMPLE_USER = (
+    "Memory file now:\n"
+    "violin teacher: Ms. Okafor\n"
+    "bike: blue Trek\n\n"
+    "New conversation (2021/09/14):\n"
+    "user: How often should I change violin strings?\n"
+    "assistant: Every six to twelve months if you play most days.\n"
+    "user: Ms. Okafor retired, so my lessons are with Mr. Lindqvist now. Any tips for a new teacher?\n"
+    "assistant: Tell him what you want to work on first.\n\n"
+    "Rewrite the whole memory file (at most 120 characters)."
+)
+UNRELATED_EXAMPLE_REPLY = (
+    "violin teacher: Mr. Lindqvist (since 2021/09/14; before: Ms. Okafor)\nbike: blue Trek"
+)
+UNRELATED_EXAMPLE_MARKERS = ("Okafor", "Lindqvist", "Trek", "violin")
+
+# Never shows a placeholder to copy: while the notes are empty the model is asked to start them,
+# and the new session comes before the notes so the request to rewrite sits next to the notes.
+FIRST_WRITE_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "You have no memory file yet. Start it now: one `topic: value` line for each fact the user states "
+    "about their own life in this conversation (at most {budget} characters)."
+)
+SUBJECT_FIRST_WRITE_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "You have no memory file yet. Start it now: one `subject: value` line for each fact the user "
+    "states about their own life in this conversation (at most {budget} characters)."
+)
+SESSION_FIRST_NOTES_USER = (
+    "New conversation ({date}):\n{session}\n\n"
+    "Your memory file so far:\n{notes}\n\n"
+    "Rewrite the whole memory file: keep its lines, replace any value the user changed in this "
+    "conversation, add new facts (at most {budget} characters)."
+)
+
+NOTES_ANSWER_SYSTEM = (
+    "Answer the user's question using only your memory file. When a fact changed, give its current "
+    "value unless the question asks for an earlier one. If the memory file does not contain the "
+    "information, say that you don't know. Answer in one short sentence."
+)
+NOTES_ANSWER_USER = "Memory file:\n{notes}\n\nCurrent date: {question_date}\nQuestion: {question}"
 
 
-def render_session(session: Session) -> str:
-    """A session as plain `role: content` lines."""
-    return "\n".join(f"{turn.role}: {turn.content}" for turn in session.turns)
+@dataclass(frozen=True)
+class PromptSet:
+    """Every text one prompt variant sends.
+
+    Templates are `str.format` strings: `notes_user` takes {notes} {budget} {date} {session};
+    `first_notes_user` (when set) replaces it while the notes are still empty, so the model is
+    asked to start the notes instead of being shown a placeholder it can copy; `answer_user` takes
+    {notes} {question_date} {question}; `full_context_user` takes {history} {question_date}
+    {question}. `notes_examples` are (user, assistant) turns sent before the real request;
+    `example_markers` are words only those examples use (notes holding them copied one);
+    `notes_session_roles` are the turns of the new session a notes rewrite shows.
+    """
+
+    name: str
+    summary: str
+    notes_system: str
+    notes_user: str
+    answer_system: str
+    answer_user: str
+    notes_examples: tuple[tuple[str, str], ...] = ()
+    example_markers: tuple[str, ...] = ()
+    empty_notes: str = "(empty)"
+    first_notes_user: str | None = None
+    notes_session_roles: tuple[str, ...] = ("user", "assistant")
+    full_context_system: str = FULL_CONTEXT_SYSTEM
+    full_context_user: str = FULL_CONTEXT_USER
 
 
-def notes_update_messages(notes: str, session: Session, notes_budget_chars: int) -> list[Message]:
-    """Prompt for one memory rewrite: current notes + ONE new session, nothing older."""
-    user = (
-        f"Current notes (at most {notes_budget_chars} characters):\n{notes or '(empty)'}\n\n"
-        f"New conversation ({session.date}):\n{render_session(session)}\n\n"
-        f"Write the updated notes (at most {notes_budget_chars} characters)."
+PROMPT_VARIANTS: dict[str, PromptSet] = {
+    variant.name: variant
+    for variant in (
+        PromptSet(
+            name="v1_worked_example",
+            summary="prose instructions + one worked example (Detroit/Rex) as an earlier chat turn",
+            notes_system=NOTES_SYSTEM,
+            notes_user=NOTES_USER,
+            answer_system=ANSWER_SYSTEM,
+            answer_user=ANSWER_USER,
+            notes_examples=((NOTES_EXAMPLE_USER, NOTES_EXAMPLE_REPLY),),
+            example_markers=NOTES_EXAMPLE_MARKERS,
+        ),
+        PromptSet(
+            name="v1_no_example",
+            summary="v1's prose instructions without the worked example",
+            notes_system=NOTES_SYSTEM,
+            notes_user=NOTES_USER,
+            answer_system=ANSWER_SYSTEM,
+            answer_user=ANSWER_USER,
+        ),
+        PromptSet(
+            name="v2_rules_kv",
+            summary="keep/update/add/remove rules, `topic: value` lines, no example",
+            notes_system=RULES_NOTES_SYSTEM,
+            notes_user=RULES_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v3_rules_unrelated_example",
+            summary="v2's rules + one example turn from an unrelated domain (violin teacher) showing an update",
+            notes_system=RULES_NOTES_SYSTEM,
+            notes_user=RULES_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            notes_examples=((UNRELATED_EXAMPLE_USER, UNRELATED_EXAMPLE_REPLY),),
+            example_markers=UNRELATED_EXAMPLE_MARKERS,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v4_rules_first_write",
+            summary="v2's rules; no placeholder while notes are empty ('start it now'); session before notes",
+            notes_system=RULES_NOTES_SYSTEM,
+            notes_user=SESSION_FIRST_NOTES_USER,
+            first_notes_user=FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v5_subject_lines",
+            summary="v4 with `subject: value` shown by real subjects and the assistant's advice excluded by name",
+            notes_system=SUBJECT_LINES_NOTES_SYSTEM,
+            notes_user=SESSION_FIRST_NOTES_USER,
+            first_notes_user=SUBJECT_FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v6_short_lines",
+            summary="v5 without example subjects; length given as at most 8 short lines",
+            notes_system=SHORT_LINES_NOTES_SYSTEM,
+            notes_user=SHORT_LINES_NOTES_USER,
+            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+        ),
+        PromptSet(
+            name="v7_short_lines_user_turns",
+            summary="v6, but the notes turn shows only the user's messages of the session",
+            notes_system=SHORT_LINES_NOTES_SYSTEM,
+            notes_user=SHORT_LINES_NOTES_USER,
+            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+            answer_system=NOTES_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+            notes_session_roles=("user",),
+        ),
+        PromptSet(
+            name="v8_newest_first",
+            summary="`subject: value` lines, newest facts first so the cap cuts the oldest; user turns only",
+            notes_system=NEWEST_FIRST_NOTES_SYSTEM,
+            notes_user=NEWEST_FIRST_NOTES_USER,
+            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+            answer_system=NEWEST_FIRST_ANSWER_SYSTEM,
+            answer_user=NOTES_ANSWER_USER,
+            empty_notes=RULES_EMPTY_NOTES,
+            notes_session_roles=("user",),
+        ),
     )
-    return [
-        {"role": "system", "content": NOTES_SYSTEM},
-        {"role": "user", "content": NOTES_EXAMPLE_USER},
-        {"role": "assistant", "content": NOTES_EXAMPLE_REPLY},
-        {"role": "user", "content": user},
-    ]
+}
+DEFAULT_PROMPT_VARIANT = "v1_worked_example"
+# Every word any variant's examples use: what `diagnostics.echoes_prompt_example` looks for.
+ALL_EXAMPLE_MARKERS = tuple(
+    dict.fromkeys(marker for variant in PROMPT_VARIANTS.values() for marker in variant.example_markers)
+)
 
 
-def answer_from_notes_messages(notes: str, question: str, question_date: str) -> list[Message]:
+# Notes that say only that there is nothing to say: "(empty)", "- empty", "None.", "No notes yet".
+_PLACEHOLDER_LINE = re.compile(
+    r"^[\W_]*(?:empty|none|n/?a|nothing(?: recorded| to note)?(?: yet)?|"
+    r"no (?:notes|facts|information|memory)(?: file)?(?: yet)?)[\W_]*$",
+    re.IGNORECASE,
+)
+
+
+def is_empty_notes(notes: str | None) -> bool:
+    """True for notes that are blank or only a placeholder such as "(empty)" or "- none"."""
+    lines = [line.strip() for line in (notes or "").splitlines() if line.strip()]
+    return all(_PLACEHOLDER_LINE.match(line) for line in lines)
+
+
+def get_prompt_variant(name: str) -> PromptSet:
+    """The PromptSet called `name`; a ValueError naming the allowed ones otherwise."""
+    try:
+        return PROMPT_VARIANTS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown prompt variant {name!r}; expected one of {sorted(PROMPT_VARIANTS)}"
+        ) from None
+
+
+def is_notes_request(messages: Sequence[Message]) -> bool:
+    """True when `messages` is a notes rewrite of any variant (its system text is a notes system)."""
+    notes_systems = {variant.notes_system for variant in PROMPT_VARIANTS.values()}
+    return bool(messages) and messages[0]["role"] == "system" and messages[0]["content"] in notes_systems
+
+
+def render_session(session: Session, roles: Sequence[str] = ("user", "assistant")) -> str:
+    """A session as plain `role: content` lines (only the turns of `roles`)."""
+    return "\n".join(f"{turn.role}: {turn.content}" for turn in session.turns if turn.role in roles)
+
+
+def notes_update_messages(
+    notes: str, session: Session, notes_budget_chars: int, variant: str = DEFAULT_PROMPT_VARIANT
+) -> list[Message]:
+    """Prompt for one memory rewrite: current notes + ONE new session, nothing older."""
+    prompt_set = get_prompt_variant(variant)
+    template = prompt_set.notes_user
+    if prompt_set.first_notes_user is not None and is_empty_notes(notes):
+        template = prompt_set.first_notes_user
+    user = template.format(
+        notes=notes or prompt_set.empty_notes,
+        budget=notes_budget_chars,
+        date=session.date,
+        session=render_session(session, prompt_set.notes_session_roles),
+    )
+    messages: list[Message] = [{"role": "system", "content": prompt_set.notes_system}]
+    for example_user, example_reply in prompt_set.notes_examples:
+        messages += [
+            {"role": "user", "content": example_user},
+            {"role": "assistant", "content": example_reply},
+        ]
+    messages.append({"role": "user", "content": user})
+    return messages
+
+
+def answer_from_notes_messages(
+    notes: str, question: str, question_date: str, variant: str = DEFAULT_PROMPT_VARIANT
+) -> list[Message]:
     """Prompt for the final answer: notes and question only (raw sessions never re-fed)."""
-    user = f"My notes:\n{notes or '(empty)'}\n\nCurrent date: {question_date}\nQuestion: {question}"
-    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
+    prompt_set = get_prompt_variant(variant)
+    user = prompt_set.answer_user.format(
+        notes=notes or prompt_set.empty_notes, question_date=question_date, question=question
+    )
+    return [{"role": "system", "content": prompt_set.answer_system}, {"role": "user", "content": user}]
 
 
-def full_context_messages(sessions: Sequence[Session], question: str, question_date: str) -> list[Message]:
+def full_context_messages(
+    sessions: Sequence[Session], question: str, question_date: str, variant: str = DEFAULT_PROMPT_VARIANT
+) -> list[Message]:
     """The upper-bound condition: every session in date order, then the question."""
+    prompt_set = get_prompt_variant(variant)
     blocks = [
         f"### Session {index} ({session.date})\n{render_session(session)}"
         for index, session in enumerate(sessions, start=1)
     ]
-    user = (
-        "Conversation history:\n\n"
-        + "\n\n".join(blocks)
-        + f"\n\nCurrent date: {question_date}\nQuestion: {question}"
+    user = prompt_set.full_context_user.format(
+        history="\n\n".join(blocks), question_date=question_date, question=question
     )
-    return [{"role": "system", "content": FULL_CONTEXT_SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": prompt_set.full_context_system}, {"role": "user", "content": user}]

@@ -62,10 +62,12 @@ class BoundedMemoryRollout:
     notes: str = ""
     turns: list[TurnRecord] = field(default_factory=list)
     answer: str | None = None
+    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT
 
     def __post_init__(self) -> None:
         if self.notes_budget_chars < 1:
             raise ValueError(f"notes_budget_chars must be positive, got {self.notes_budget_chars}")
+        prompts.get_prompt_variant(self.prompt_variant)  # unknown name: ValueError listing the allowed ones
 
     @property
     def sessions_consumed(self) -> int:
@@ -93,9 +95,11 @@ class BoundedMemoryRollout:
         """The exact prompt for the next model call."""
         if self.current_kind == "notes":
             session = self.episode.sessions[self.sessions_consumed]
-            return prompts.notes_update_messages(self.notes, session, self.notes_budget_chars)
+            return prompts.notes_update_messages(
+                self.notes, session, self.notes_budget_chars, self.prompt_variant
+            )
         return prompts.answer_from_notes_messages(
-            self.notes, self.episode.question, self.episode.question_date
+            self.notes, self.episode.question, self.episode.question_date, self.prompt_variant
         )
 
     def step(self, reply: str) -> None:
@@ -136,6 +140,10 @@ class FullContextRollout:
     notes_budget_chars: int = 0  # unused; keeps the two rollouts interchangeable in drivers
     truncation_count: int = 0
     notes_history: list[str] = field(default_factory=list)
+    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT
+
+    def __post_init__(self) -> None:
+        prompts.get_prompt_variant(self.prompt_variant)  # unknown name: ValueError listing the allowed ones
 
     @property
     def done(self) -> bool:
@@ -150,7 +158,7 @@ class FullContextRollout:
     def current_messages(self) -> list[dict[str, str]]:
         self.current_kind  # noqa: B018 - raises when done
         return prompts.full_context_messages(
-            self.episode.sessions, self.episode.question, self.episode.question_date
+            self.episode.sessions, self.episode.question, self.episode.question_date, self.prompt_variant
         )
 
     def step(self, reply: str) -> None:
@@ -169,11 +177,12 @@ def make_rollout(
     condition: str,
     notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
     chars_per_session: int | None = None,
+    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT,
 ) -> Rollout:
-    """Build the rollout for a condition name ("full_context" or "bounded_memory")."""
+    """Build the rollout for a condition name ("full_context" or "bounded_memory") and prompt variant."""
     if condition == "full_context":
-        return FullContextRollout(episode)
+        return FullContextRollout(episode, prompt_variant=prompt_variant)
     if condition == "bounded_memory":
         budget = notes_budget_for(episode, notes_budget_chars, chars_per_session)
-        return BoundedMemoryRollout(episode, notes_budget_chars=budget)
+        return BoundedMemoryRollout(episode, notes_budget_chars=budget, prompt_variant=prompt_variant)
     raise ValueError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")

@@ -3,6 +3,7 @@
 import pytest
 
 from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, PROMPT_VARIANTS, is_notes_request
 from supersede_lib.rollout import (
     BoundedMemoryRollout,
     FullContextRollout,
@@ -106,3 +107,47 @@ def test_budget_modes() -> None:
 def test_episode_round_trips_through_dict() -> None:
     episode = _episode(2)
     assert Episode.from_dict(episode.to_dict()) == episode
+
+
+def test_every_prompt_variant_keeps_the_no_re_feed_contract() -> None:
+    for variant in PROMPT_VARIANTS:
+        rollout = make_rollout(_episode(2), "bounded_memory", 300, prompt_variant=variant)
+        first = _all_text(rollout.current_messages())
+        assert "SESSION-0-USER-TEXT" in first and "SESSION-1-USER-TEXT" not in first
+        rollout.step("NOTES-ONE")
+        second = _all_text(rollout.current_messages())
+        assert "NOTES-ONE" in second and "SESSION-0-USER-TEXT" not in second
+        rollout.step("NOTES-TWO")
+        answer = _all_text(rollout.current_messages())
+        assert "NOTES-TWO" in answer and "Where do I live now?" in answer
+        assert "SESSION-" not in answer
+        full = make_rollout(_episode(2), "full_context", prompt_variant=variant)
+        assert "SESSION-1-USER-TEXT" in _all_text(full.current_messages())
+
+
+def test_unknown_prompt_variant_lists_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match="v1_worked_example"):
+        make_rollout(_episode(2), "bounded_memory", prompt_variant="no-such-prompt")
+    with pytest.raises(ValueError, match="unknown prompt variant"):
+        FullContextRollout(_episode(2), prompt_variant="no-such-prompt")
+
+
+def test_default_variant_sends_its_own_texts() -> None:
+    rollout = make_rollout(_episode(1), "bounded_memory", 300)
+    prompt_set = PROMPT_VARIANTS[DEFAULT_PROMPT_VARIANT]
+    messages = rollout.current_messages()
+    assert messages[0]["content"] == prompt_set.notes_system
+    assert len(messages) == 2 + 2 * len(prompt_set.notes_examples)
+    assert is_notes_request(messages)
+    rollout.step("")
+    assert not is_notes_request(rollout.current_messages())
+    assert prompt_set.empty_notes in rollout.current_messages()[-1]["content"]
+
+
+def test_v1_variant_sends_the_worked_example_before_the_request() -> None:
+    messages = make_rollout(
+        _episode(1), "bounded_memory", 300, prompt_variant="v1_worked_example"
+    ).current_messages()
+    assert [message["role"] for message in messages] == ["system", "user", "assistant", "user"]
+    assert "Detroit" in messages[2]["content"]
+    assert messages[3]["content"].startswith("Current notes (at most 300 characters):\n(empty)\n\n")

@@ -18,7 +18,7 @@ Rules, applied in this order to one trajectory:
 5. ``never_entered``   -- the current value never appeared in the notes after any session.
 
 Beside the class, `echoes_example` flags notes that copied the prompt's worked example (its
-city and dog's name) into the user's memory: a failure of the prompt, not of the memory policy.
+words, e.g. the v1 example's city and dog's name) into the user's memory: a failure of the prompt, not of the memory policy.
 
 Only bounded-memory trajectories of answerable questions can be classified: full-context runs
 have no notes, and an abstention item's gold is an explanation, not a value the notes could hold.
@@ -27,13 +27,13 @@ have no notes, and an abstention item's gold is an explanation, not a value the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from supersede_lib.prompts import NOTES_EXAMPLE_MARKERS
+from supersede_lib.eval.memory_metrics import echoes_example
+from supersede_lib.prompts import ALL_EXAMPLE_MARKERS
 
 FAILURE_CLASSES = ("correct", "never_entered", "squeezed_out", "kept_stale", "held_but_missed")
 
@@ -92,19 +92,14 @@ def classify_failure(trajectory: Mapping[str, Any], *, use_judge: bool = False) 
 
 
 def echoes_prompt_example(
-    trajectory: Mapping[str, Any], markers: Iterable[str] = NOTES_EXAMPLE_MARKERS
+    trajectory: Mapping[str, Any], markers: Iterable[str] = ALL_EXAMPLE_MARKERS
 ) -> bool:
-    """True when some notes of the trajectory hold a word of the notes prompt's worked example.
+    """True when some notes of the trajectory hold a word of a notes prompt's worked example.
 
     A marker the episode itself is about (in its gold or superseded values) is not counted.
     """
-    values = " ".join(
-        str(value)
-        for value in [*(trajectory.get("gold_answers") or []), *(trajectory.get("superseded_values") or [])]
-    )
-    foreign = [marker for marker in markers if not re.search(rf"\b{re.escape(marker)}\b", values)]
-    notes = " ".join(str(note) for note in trajectory.get("notes_history") or [])
-    return any(re.search(rf"\b{re.escape(marker)}\b", notes) for marker in foreign)
+    values = [*(trajectory.get("gold_answers") or []), *(trajectory.get("superseded_values") or [])]
+    return echoes_example([str(note) for note in trajectory.get("notes_history") or []], values, markers)
 
 
 def failure_breakdown(trajectories: Iterable[Mapping[str, Any]], *, use_judge: bool = False) -> pd.DataFrame:

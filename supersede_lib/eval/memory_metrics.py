@@ -1,0 +1,130 @@
+"""Memory metrics: did the bounded-memory agent actually write, update and keep its notes?
+
+Accuracy alone cannot tell "the notes were never written" from "the update was missed". These
+metrics read one rollout's notes after every session (its `notes_history`) against the episode:
+
+- `changed_share`: share of rewrites whose notes differ from the notes before them (a rewrite that
+  returns the notes unchanged, or a placeholder again, did nothing);
+- `empty_share`: share of notes states that are empty or a placeholder ("(empty)", "- none", ...);
+- `echoes_example`: some notes hold a word of a prompt variant's worked example that the episode
+  itself does not use (the model copied the example into the user's memory);
+- `holds_current` / `holds_stale`: the FINAL notes convey the current gold value / a superseded
+  value (matcher `conveys_value`; None when the episode has no such value);
+- `truncation_share`: share of rewrites the notes cap had to cut.
+
+`trajectory_memory_metrics` scores one rollout; `aggregate_memory_metrics` pools many (rewrite- and
+state-level shares are pooled over rewrites/states, the rest are shares of trajectories).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from supersede_lib.episode import Episode
+from supersede_lib.eval.matcher import conveys_value
+from supersede_lib.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
+
+
+def _comparable(notes: str | None) -> str:
+    return "" if is_empty_notes(notes) else " ".join((notes or "").split())
+
+
+def echoes_example(
+    notes_history: Sequence[str], episode_values: Iterable[str], markers: Iterable[str] = ALL_EXAMPLE_MARKERS
+) -> bool:
+    """True when some notes hold a prompt-example word that none of `episode_values` contains."""
+    values = " ".join(str(value) for value in episode_values)
+    foreign = [
+        marker for marker in markers if not re.search(rf"\b{re.escape(marker)}\b", values, re.IGNORECASE)
+    ]
+    notes = " ".join(str(note) for note in notes_history)
+    return any(re.search(rf"\b{re.escape(marker)}\b", notes, re.IGNORECASE) for marker in foreign)
+
+
+@dataclass(frozen=True)
+class MemoryMetrics:
+    """Memory metrics of one bounded-memory trajectory (see the module docstring)."""
+
+    n_rewrites: int
+    n_changed: int
+    n_empty_states: int
+    n_truncated: int
+    echoes_example: bool
+    holds_current: bool | None
+    holds_stale: bool | None
+
+    @property
+    def changed_share(self) -> float:
+        return self.n_changed / self.n_rewrites if self.n_rewrites else 0.0
+
+    @property
+    def empty_share(self) -> float:
+        return self.n_empty_states / self.n_rewrites if self.n_rewrites else 0.0
+
+    @property
+    def truncation_share(self) -> float:
+        return self.n_truncated / self.n_rewrites if self.n_rewrites else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "changed_share": self.changed_share,
+            "empty_share": self.empty_share,
+            "truncation_share": self.truncation_share,
+        }
+
+
+def trajectory_memory_metrics(
+    notes_history: Sequence[str],
+    episode: Episode,
+    *,
+    truncated_rewrites: int = 0,
+    markers: Iterable[str] = ALL_EXAMPLE_MARKERS,
+) -> MemoryMetrics:
+    """Memory metrics of one rollout from its notes after each session (`notes_history`).
+
+    `truncated_rewrites` is how many rewrites the cap cut (a rollout's `truncation_count`).
+    """
+    history = [note or "" for note in notes_history]
+    before = [""] + history[:-1]
+    n_changed = sum(_comparable(old) != _comparable(new) for old, new in zip(before, history, strict=True))
+    final = history[-1] if history else ""
+    holds_current = None
+    if not episode.is_abstention and episode.gold_answers:
+        holds_current = any(conveys_value(final, gold) for gold in episode.gold_answers)
+    holds_stale = None
+    if episode.superseded_values:
+        holds_stale = any(conveys_value(final, stale) for stale in episode.superseded_values)
+    return MemoryMetrics(
+        n_rewrites=len(history),
+        n_changed=n_changed,
+        n_empty_states=sum(is_empty_notes(note) for note in history),
+        n_truncated=truncated_rewrites,
+        echoes_example=echoes_example(history, (*episode.gold_answers, *episode.superseded_values), markers),
+        holds_current=holds_current,
+        holds_stale=holds_stale,
+    )
+
+
+def _share(flags: list[bool | None]) -> float | None:
+    known = [flag for flag in flags if flag is not None]
+    return sum(known) / len(known) if known else None
+
+
+def aggregate_memory_metrics(metrics: Iterable[MemoryMetrics | Mapping[str, Any]]) -> dict[str, Any]:
+    """Pool many trajectories' metrics into one row of shares (None where nothing was measurable)."""
+    rows = [item.as_dict() if isinstance(item, MemoryMetrics) else dict(item) for item in metrics]
+    rewrites = sum(row["n_rewrites"] for row in rows)
+    return {
+        "n_trajectories": len(rows),
+        "n_rewrites": rewrites,
+        "changed_share": sum(row["n_changed"] for row in rows) / rewrites if rewrites else None,
+        "empty_share": sum(row["n_empty_states"] for row in rows) / rewrites if rewrites else None,
+        "truncation_share": sum(row["n_truncated"] for row in rows) / rewrites if rewrites else None,
+        "echo_share": _share([bool(row["echoes_example"]) for row in rows]),
+        "holds_current_share": _share([row["holds_current"] for row in rows]),
+        "holds_stale_share": _share([row["holds_stale"] for row in rows]),
+    }
