@@ -130,3 +130,13 @@ def test_notes_that_copy_the_prompt_example_are_flagged_and_counted() -> None:
     breakdown = failure_breakdown([copied, own, about_rex])
     assert list(breakdown["echoes_example"]) == [True, False, False]
     assert failure_counts(breakdown).iloc[0]["notes_echo_prompt_example"] == 1
+
+
+def test_notes_never_written_is_told_apart_from_a_fact_omitted() -> None:
+    placeholders = ["(empty)", "- none", ""]
+    assert (
+        classify_failure(_trajectory([False] * 3, [False] * 3, notes_history=placeholders))
+        == "notes_never_written"
+    )
+    written = ["city: Oslo", "city: Oslo", "pet: cat"]
+    assert classify_failure(_trajectory([False] * 3, [False] * 3, notes_history=written)) == "never_entered"

@@ -709,3 +709,16 @@ def test_portable_path_never_returns_an_absolute_path(tmp_path) -> None:
     assert portable_path(REPO_ROOT / "outputs" / "x.db") == "outputs/x.db"
     assert portable_path(Path.home() / "m" / "x.gguf") == "~/m/x.gguf"
     assert not portable_path("/somewhere/else/x.db").startswith("/")
+
+
+def test_rows_and_trajectories_carry_memory_metrics_and_the_prompt_variant() -> None:
+    episodes = [make_episode(f"ep-{index}") for index in range(2)]
+    bounded = run_condition(episodes, "bounded_memory", CityModel(), progress=False)
+    row = bounded.frame.iloc[0]
+    assert row["prompt_variant"] == RunSettings().prompt_variant
+    assert row["notes_empty_share"] == 0 and row["notes_hold_current"] and not row["notes_echo_example"]
+    assert bounded.trajectories[0]["memory"]["n_rewrites"] == 3
+    full = run_condition(episodes, "full_context", CityModel(), progress=False)
+    assert full.frame["notes_hold_current"].isna().all() and full.trajectories[0]["memory"] is None
+    with pytest.raises(ValueError, match="v1_worked_example"):
+        RunSettings(prompt_variant="no-such-variant")

@@ -410,9 +410,15 @@ def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) ->
     assert failures == {
         "ep-0": "correct",
         "ep-1": "held_but_missed",
-        "ep-2": "never_entered",
+        "ep-2": "notes_never_written",  # "nothing yet" after every session: memory never written
         "ep-3": "correct",
     }
+    memory = comparison.memory.iloc[0]
+    states = sum(len(episode.sessions) for episode in episodes)
+    assert memory["n_trajectories"] == 4 and memory["n_rewrites"] == states
+    assert memory["empty_share"] == pytest.approx(len(episodes[2].sessions) / states)
+    assert memory["holds_current_share"] == pytest.approx(3 / 4)  # every final note but ep-2's holds city2
+    assert memory["echo_share"] == 0
     assert (tmp_path / f"{comparison.run_names['bounded_memory']}.trajectories.jsonl").exists()
 
     ours = common.ours_label("scripted", "toy", "unit", 4)

@@ -15,7 +15,10 @@ Rules, applied in this order to one trajectory:
                           superseded one (the update was not written over the old value).
 4. ``squeezed_out``    -- the current value appeared in the notes after some session but was gone
                           by the end (and no stale value is left): compressed away.
-5. ``never_entered``   -- the current value never appeared in the notes after any session.
+5. ``notes_never_written`` -- every notes state was empty or a placeholder: the agent never wrote
+                          memory at all (a prompt/model failure, not a supersession one).
+6. ``never_entered``   -- notes were written, but the current value never appeared in them (the
+                          fact was omitted).
 
 Beside the class, `echoes_example` flags notes that copied the prompt's worked example (its
 words, e.g. the v1 example's city and dog's name) into the user's memory: a failure of the prompt, not of the memory policy.
@@ -33,9 +36,16 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.eval.memory_metrics import echoes_example
-from supersede_lib.prompts import ALL_EXAMPLE_MARKERS
+from supersede_lib.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 
-FAILURE_CLASSES = ("correct", "never_entered", "squeezed_out", "kept_stale", "held_but_missed")
+FAILURE_CLASSES = (
+    "correct",
+    "notes_never_written",
+    "never_entered",
+    "squeezed_out",
+    "kept_stale",
+    "held_but_missed",
+)
 
 
 def _field(trajectory: Mapping[str, Any], name: str) -> Any:
@@ -88,6 +98,9 @@ def classify_failure(trajectory: Mapping[str, Any], *, use_judge: bool = False) 
         return "kept_stale"
     if any(holds_current):
         return "squeezed_out"
+    notes_history = trajectory.get("notes_history")
+    if notes_history and all(is_empty_notes(notes) for notes in notes_history):
+        return "notes_never_written"
     return "never_entered"
 
 

@@ -89,7 +89,7 @@ def trajectory_memory_metrics(
     `truncated_rewrites` is how many rewrites the cap cut (a rollout's `truncation_count`).
     """
     history = [note or "" for note in notes_history]
-    before = [""] + history[:-1]
+    before = [""] + history[:-1] if history else []
     n_changed = sum(_comparable(old) != _comparable(new) for old, new in zip(before, history, strict=True))
     final = history[-1] if history else ""
     holds_current = None

@@ -33,9 +33,11 @@ from tqdm.auto import tqdm
 
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import conveys_value, score_episode_answer
+from supersede_lib.eval.memory_metrics import MemoryMetrics, trajectory_memory_metrics
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
 from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
 from supersede_lib.models.rate_limit import AdaptiveLimit
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
 from supersede_lib.rollout import (
     PAPER_NOTES_BUDGET_CHARS,
     BoundedMemoryRollout,
@@ -82,6 +84,13 @@ ROW_COLUMNS = (
     "failed",
     "cut_calls",
     "empty_replies",
+    # memory metrics of a bounded-memory rollout (eval.memory_metrics); empty for full context
+    "prompt_variant",
+    "notes_changed_share",
+    "notes_empty_share",
+    "notes_echo_example",
+    "notes_hold_current",
+    "notes_hold_stale",
 )
 
 
@@ -228,7 +237,17 @@ class RolloutOutcome:
             "turns": turns,
             "error": self.error,
             "failed": self.failed,
+            "prompt_variant": self.rollout.prompt_variant,
+            "memory": self.memory_metrics().as_dict()
+            if isinstance(self.rollout, BoundedMemoryRollout)
+            else None,
         }
+
+    def memory_metrics(self) -> MemoryMetrics:
+        """Did this rollout write, update and keep its notes (`eval.memory_metrics`)?"""
+        return trajectory_memory_metrics(
+            self.notes_history, self.episode, truncated_rewrites=self.rollout.truncation_count
+        )
 
 
 def notes_holdings(
@@ -327,8 +346,10 @@ class RunSettings:
     max_tokens_notes: int | None | Literal["auto"] = AUTO
     max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER
     store_messages: bool = False
+    prompt_variant: str = DEFAULT_PROMPT_VARIANT  # prompts.PROMPT_VARIANTS: how the agent is asked
 
     def __post_init__(self) -> None:
+        get_prompt_variant(self.prompt_variant)  # an unknown name fails here, listing the known ones
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
 
@@ -361,7 +382,13 @@ def _gold_text(episode: Episode) -> str:
 async def _run_question(
     episode: Episode, condition: str, model: ChatModel, settings: RunSettings, judge: Any
 ) -> _QuestionResult:
-    rollout = make_rollout(episode, condition, settings.notes_budget_chars, settings.chars_per_session)
+    rollout = make_rollout(
+        episode,
+        condition,
+        settings.notes_budget_chars,
+        settings.chars_per_session,
+        prompt_variant=settings.prompt_variant,
+    )
     is_bounded = isinstance(rollout, BoundedMemoryRollout)
     notes_tokens = settings.max_tokens_notes
     if notes_tokens == AUTO:
@@ -430,8 +457,30 @@ async def _run_question(
         "failed": outcome.failed,
         "cut_calls": outcome.cut_calls,
         "empty_replies": outcome.empty_replies,
+        "prompt_variant": settings.prompt_variant,
+        **_memory_columns(outcome.memory_metrics() if is_bounded else None),
     }
     return result
+
+
+def _memory_columns(metrics: MemoryMetrics | None) -> dict[str, Any]:
+    if metrics is None:
+        return dict.fromkeys(
+            (
+                "notes_changed_share",
+                "notes_empty_share",
+                "notes_echo_example",
+                "notes_hold_current",
+                "notes_hold_stale",
+            )
+        )
+    return {
+        "notes_changed_share": metrics.changed_share,
+        "notes_empty_share": metrics.empty_share,
+        "notes_echo_example": metrics.echoes_example,
+        "notes_hold_current": metrics.holds_current,
+        "notes_hold_stale": metrics.holds_stale,
+    }
 
 
 async def arun_condition(

@@ -28,6 +28,7 @@ from supersede_lib.eval.diagnostics import FAILURE_CLASSES  # noqa: E402
 CONDITION_LABELS = {"full_context": "full context", "bounded_memory": "bounded memory"}
 FAILURE_COLORS = {
     "correct": "#4c9a5b",
+    "notes_never_written": "#9a9a9a",
     "never_entered": "#d08c3c",
     "squeezed_out": "#c8553d",
     "kept_stale": "#7b4f9d",

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from supersede_lib.episode import Episode
 from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, failure_counts
 from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.eval.memory_metrics import aggregate_memory_metrics
 from supersede_lib.eval.run_files import default_run_name, git_commit
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
@@ -306,6 +307,7 @@ class ConditionComparison:
     failures: pd.DataFrame  # diagnostics.failure_breakdown of the bounded-memory trajectories
     run_names: dict[str, str]
     notes_budget_chars: int
+    memory: pd.DataFrame  # one row: memory metrics of the bounded-memory trajectories (memory_row)
 
     def accuracy_of(self, condition: str) -> float:
         return float(self.accuracy.set_index("condition").loc[condition, "accuracy"])
@@ -344,7 +346,42 @@ def pair_conditions(
         failures=failure_breakdown(runs["bounded_memory"].trajectories, use_judge=use_judge),
         run_names={condition: run.run_name for condition, run in runs.items()},
         notes_budget_chars=notes_budget_chars,
+        memory=pd.DataFrame([memory_row(model_name, "bounded_memory", runs["bounded_memory"].trajectories)]),
     )
+
+
+MEMORY_NOTE = (
+    "Memory metrics of the bounded-memory trajectories (supersede_lib.eval.memory_metrics): changed_share = "
+    "rewrites that changed the notes; empty_share = notes states empty or a placeholder; truncation_share = "
+    "rewrites the cap cut; echo_share = trajectories whose notes copied a prompt's worked example; "
+    "holds_current_share / holds_stale_share = trajectories whose final notes held the current / a stale value."
+)
+
+
+def memory_row(model: str, condition: str, trajectories: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One tidy row of pooled memory metrics for a run's bounded-memory trajectories."""
+    measured = [trajectory["memory"] for trajectory in trajectories if trajectory.get("memory")]
+    return {"model": model, "condition": condition, **aggregate_memory_metrics(measured)}
+
+
+def memory_numbers(memory: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Headline numbers of a memory-metrics table (one per row and share)."""
+    shares = (
+        "changed_share",
+        "empty_share",
+        "truncation_share",
+        "echo_share",
+        "holds_current_share",
+        "holds_stale_share",
+    )
+    return [
+        headline_number(
+            f"memory {share}", row[share], **{**meta, "model": row["model"], "n": int(row["n_trajectories"])}
+        )
+        for row in memory.to_dict("records")
+        for share in shares
+        if row[share] is not None and row[share] == row[share]
+    ]
 
 
 def compare_conditions(
@@ -430,9 +467,11 @@ def failure_note(failures: pd.DataFrame) -> str:
     """The note under a failure-counts table: what the classes mean, and what could not be classified."""
     skipped = failures.attrs.get("skipped", 0)
     note = (
-        "Rule-based classes from the bounded-memory trajectories (supersede_lib.eval.diagnostics): never entered, "
-        "squeezed out, kept stale, held but missed. notes_echo_prompt_example: trajectories whose notes copied "
-        "the notes prompt's worked example (its city and dog's name) into the user's memory."
+        "Rule-based classes from the bounded-memory trajectories (supersede_lib.eval.diagnostics): notes never "
+        "written (every notes state empty or a placeholder), never entered (notes written, the fact omitted), "
+        "squeezed out, kept stale, held but missed (the notes held it, the answer did not). "
+        "notes_echo_prompt_example: trajectories whose notes copied a notes prompt's worked example into the "
+        "user's memory."
     )
     if skipped:
         note += f" {skipped} trajectories could not be classified (abstention items have no value to hold)."

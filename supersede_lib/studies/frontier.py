@@ -17,6 +17,7 @@ from supersede_lib.eval.runner import RunSettings
 from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
+    MEMORY_NOTE,
     NOTEBOOK_FRONTIER,
     ConditionComparison,
     StudyResult,
@@ -26,6 +27,7 @@ from supersede_lib.studies.common import (
     failure_counts_table,
     format_pvalue,
     judge_for,
+    memory_numbers,
     percent,
     record_summary,
     release_model,
@@ -167,6 +169,12 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
     tables = [
         write_table(directory, "table1_frontier", result.table),
         write_failures(directory, result.failures, counts),
+        write_table(
+            directory,
+            "memory_metrics",
+            pd.concat([comparison.memory for comparison in comparisons], ignore_index=True),
+            MEMORY_NOTE,
+        ),
     ]
     figure = plots.accuracy_by_model_figure(
         result.accuracy,
@@ -184,6 +192,8 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
         for comparison in comparisons
         for number in comparison_numbers(comparison, result.data_label, profile.name)
     ]
+    meta = {"data": result.data_label, "profile": profile.name}
+    numbers += [number for comparison in comparisons for number in memory_numbers(comparison.memory, meta)]
     config = profile.as_config("frontier", "judge")
     return record_summary(result, directory, NOTEBOOK_FRONTIER, numbers, tables, config)
 

@@ -22,6 +22,7 @@ from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     MATCHER,
+    MEMORY_NOTE,
     NOTEBOOK_SCALE,
     ResultOfRuns,
     accuracy_row,
@@ -31,6 +32,8 @@ from supersede_lib.studies.common import (
     format_pvalue,
     headline_number,
     mcnemar_dict,
+    memory_numbers,
+    memory_row,
     ours_label,
     paper_label,
     percent,
@@ -67,6 +70,7 @@ class ScaleResult(ResultOfRuns):
     table: pd.DataFrame
     failures: pd.DataFrame
     failure_counts: pd.DataFrame
+    memory: pd.DataFrame  # one row of memory metrics per scale condition
 
     @property
     def data_label(self) -> str:
@@ -224,6 +228,9 @@ def analyse_scale(raw: ScaleRuns) -> ScaleResult:
         table=scale_table(accuracy, ours_header, long_label, answers_differ, len(common), mcnemar_long),
         failures=failures,
         failure_counts=failure_counts_table(failures, ("scale_condition",)),
+        memory=pd.DataFrame(
+            [memory_row(raw.model, condition, run.trajectories) for condition, run in raw.runs.items()]
+        ),
     )
 
 
@@ -276,6 +283,7 @@ def write_scale(result: ScaleResult, directory: Path | None = None) -> ScaleResu
             directory, "table2_scale", result.table, "Graded by the programmatic matcher in every condition."
         ),
         write_failures(directory, result.failures, counts),
+        write_table(directory, "memory_metrics", result.memory, MEMORY_NOTE),
     ]
     ours_plot = accuracy.assign(
         condition=[
@@ -301,6 +309,10 @@ def write_scale(result: ScaleResult, directory: Path | None = None) -> ScaleResu
         )
         result.figures["failures"] = plots.save_figure(figure, directory / "failure_breakdown.png")
     numbers = _scale_numbers(result)
+    numbers += memory_numbers(
+        result.memory.assign(model=result.memory["condition"].map(lambda c: f"{result.model} ({c})")),
+        {"data": result.data_label, "profile": profile.name},
+    )
     config = profile.as_config("scale", "model")
     extra = {"mcnemar_long": result.mcnemar_long, "mcnemar_short_long": result.mcnemar_short_long}
     return record_summary(result, directory, NOTEBOOK_SCALE, numbers, tables, config, extra)
