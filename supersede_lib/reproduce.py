@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from supersede_lib.eval.run_files import REPO_ROOT
 from supersede_lib.studies import profiles, report
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
@@ -85,7 +86,18 @@ def execute_notebook(notebook: Path, profile: str, output: Path, *, kernel_name:
         )
     except Exception as error:  # papermill raises PapermillExecutionError, kernel errors, timeouts
         raise NotebookFailed(notebook, output, error) from error
+    finally:
+        if output.exists():
+            strip_machine_paths(output)
     return output
+
+
+def strip_machine_paths(path: Path) -> None:
+    """Executed copies get committed: the checkout's and home's absolute paths become relative / `~/`."""
+    text = path.read_text(encoding="utf-8")
+    for root, shown in ((REPO_ROOT, ""), (Path.home().resolve(), "~/")):
+        text = text.replace(f"{root}/", shown).replace(str(root), shown.rstrip("/") or ".")
+    path.write_text(text, encoding="utf-8")
 
 
 def reproduce(

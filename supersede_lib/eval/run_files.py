@@ -72,7 +72,9 @@ def write_run_outputs(
     with paths["trajectories"].open("w", encoding="utf-8") as handle:
         for trajectory in trajectories:
             handle.write(json.dumps(trajectory, ensure_ascii=False) + "\n")
-    manifest = {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
+    manifest = portable_paths(
+        {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
+    )
     paths["manifest"].write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
     return paths
 
@@ -221,7 +223,7 @@ def build_manifest(
         "started_at": started_at,
         "finished_at": now_utc(),
         "wall_s": round(wall_s, 3),
-        "cache": _portable_paths(_model_stats(model)) if hasattr(model, "cache") else None,
+        "cache": portable_paths(_model_stats(model)) if hasattr(model, "cache") else None,
         "model_stats": _model_stats(getattr(model, "inner", model)),
         "totals": totals,
         "failed_episode_ids": [row["episode_id"] for row in rows if row["failed"]],
@@ -269,7 +271,17 @@ def portable_path(path: str | Path) -> str:
     return resolved.name
 
 
-def _portable_paths(stats: dict[str, Any] | None) -> dict[str, Any] | None:
-    if stats is None or "path" not in stats:
-        return stats
-    return {**stats, "path": portable_path(stats["path"])}
+def portable_paths(value: Any) -> Any:
+    """`value` (JSON-like) with every absolute path string under the repository or home made portable."""
+    if isinstance(value, dict):
+        return {key: portable_paths(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [portable_paths(item) for item in value]
+    if isinstance(value, Path) or (isinstance(value, str) and _ABSOLUTE_LOCAL_PATH.match(value)):
+        return portable_path(value)
+    return value
+
+
+_ABSOLUTE_LOCAL_PATH = re.compile(
+    "^(" + "|".join(re.escape(str(root)) for root in (REPO_ROOT, Path.home().resolve())) + ")(/|$)"
+)

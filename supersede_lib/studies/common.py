@@ -25,7 +25,7 @@ from supersede_lib.episode import Episode
 from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, failure_counts
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import aggregate_memory_metrics
-from supersede_lib.eval.run_files import default_run_name, git_commit
+from supersede_lib.eval.run_files import default_run_name, git_commit, portable_paths
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
 from supersede_lib.rollout import CONDITIONS
@@ -170,7 +170,7 @@ def write_summary(
         **(extra or {}),
     }
     (directory / STUDY_SUMMARY_FILE).write_text(
-        json.dumps(_jsonable(summary), indent=2) + "\n", encoding="utf-8"
+        json.dumps(portable_paths(_jsonable(summary)), indent=2) + "\n", encoding="utf-8"
     )
     return summary
 

@@ -13,6 +13,7 @@ re-runs 06 trains again instead of "finding" a run whose adapters it does not ha
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from supersede_lib.eval.run_files import portable_paths
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     NOTEBOOK_TRAINING,
@@ -140,7 +142,14 @@ def copy_run_files(run: TrainedRun, directory: Path) -> list[str]:
     for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, CONFIG_FILE):
         if (source / name).exists():
             target = directory / f"{run.label}.{name}"
-            shutil.copyfile(source / name, target)
+            if name in (
+                SUMMARY_FILE,
+                CONFIG_FILE,
+            ):  # they name run folders and model files: keep them portable
+                record = portable_paths(json.loads((source / name).read_text(encoding="utf-8")))
+                target.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            else:
+                shutil.copyfile(source / name, target)
             copied.append(target.name)
     return copied
 
