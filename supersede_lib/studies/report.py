@@ -19,6 +19,12 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.eval.agreement import (
+    LABELLED_ANSWERS,
+    agreement,
+    grade_labelled_answers,
+    read_labelled_answers,
+)
 from supersede_lib.eval.run_files import git_commit
 from supersede_lib.studies import profiles
 from supersede_lib.studies.common import (
@@ -147,6 +153,44 @@ def _profile_yaml(profile_name: str) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else f"(no {path})"
 
 
+def instrument_section(output_root: Path) -> str:
+    """How far the grader can be trusted: the matcher against the human-labelled answers (computed now,
+    no model calls) and any LLM judges held to the same labels (`studies.validation`)."""
+    graded = grade_labelled_answers(read_labelled_answers(LABELLED_ANSWERS))
+    matcher = agreement(graded)
+    lines = [
+        "## The instrument: the matcher against human labels",
+        "",
+        f"{len(graded)} real model answers labelled correct / stale / ambiguous / wrong by careful reading "
+        "(`tests/fixtures/matcher_labels/`). Rows: the programmatic matcher's verdict; columns: the human label. "
+        f"Agreement {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}.",
+        "",
+        markdown_table(matcher.matrix.reset_index()),
+        "",
+    ]
+    judges_file = output_root / "validation" / "agreement.json"
+    if judges_file.exists():
+        judges = json.loads(judges_file.read_text(encoding="utf-8")).get("judges", {})
+        rows = [
+            {
+                "judge model (LongMemEval protocol)": name,
+                "n": result["n"],
+                "agrees with humans": result["agreement"],
+                "Cohen's kappa": result["cohen_kappa"],
+                "says yes": result["judge_accuracy"],
+            }
+            for name, result in judges.items()
+        ]
+        if rows:
+            lines += [
+                "LLM judges held to the same labels (correct vs not), from `outputs/validation/agreement.json`:",
+                "",
+                markdown_table(pd.DataFrame(rows)),
+                "",
+            ]
+    return "\n".join(lines)
+
+
 def build_report(profile_name: str, output_root: Path | None = None) -> str:
     """The REPORT.md text for a profile, from the files under outputs/<profile>/."""
     profile = profiles.load_profile(profile_name)
@@ -172,6 +216,7 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         "(`supersede_lib/studies/paper_results.py`); they sit in separate columns and are never mixed with ours.",
         "",
     ]
+    lines.append(instrument_section(Path(output_root or profiles.OUTPUT_ROOT)))
     for name, title in (*STUDY_SECTIONS, *((name, name) for name in extra)):
         lines.append(study_section(root / name, title, root))
     lines += [
