@@ -475,3 +475,18 @@ def test_data_overview_on_real_longmemeval_records(tmp_path: Path, monkeypatch: 
     summary = pd.read_csv(overview.output_dir / "statistics_summary.csv").set_index("episode_set")
     assert summary.loc["LongMemEval knowledge-update, s", "mean_n_sessions"] == 39
     assert [episode.episode_id for episode in overview.episodes] == ["852ce960"]
+
+
+def test_a_study_collects_and_prints_the_warnings_of_its_runs(tmp_path: Path, capsys) -> None:
+    from supersede_lib.eval.runner import RunSettings, run_condition
+    from supersede_lib.models.chat import ChatResult
+
+    class CutsEveryReply:
+        name = "cutting-model"
+
+        async def achat(self, messages, *, max_tokens=None, temperature=0.0, seed=0):
+            return ChatResult("city", finish_reason="length")
+
+    run_condition([_city_episode(0)], "bounded_memory", CutsEveryReply(), RunSettings(), output_dir=tmp_path)
+    warnings = common.study_warnings(tmp_path)
+    assert len(warnings) == 1 and "cutting-model" in warnings[0] and "4 of 4 calls were cut" in warnings[0]

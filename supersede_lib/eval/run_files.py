@@ -136,7 +136,7 @@ def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, 
     failed = [row for row in rows if row["failed"]]
     if failed:
         warnings.append(
-            f"{len(failed)} of {len(rows)} questions failed (scored wrong; see the 'error' column; "
+            f"model {model_name}: {len(failed)} of {len(rows)} questions failed (scored wrong; see the 'error' column; "
             f"first: {failed[0]['episode_id']}: {one_line(failed[0]['error'], 200)}); "
             "a re-run with the same response cache retries only those"
         )

@@ -184,8 +184,16 @@ def record_summary(
     config: dict[str, Any],
     extra: dict[str, Any] | None = None,
 ) -> Any:
-    """Write a study result's summary.json (its model, data label, figures); fill in `output_dir`, `summary`."""
+    """Write a study result's summary.json (its model, data label, figures); fill in `output_dir`, `summary`.
+
+    The warnings of every run in the study's folder (failed questions, cut or empty replies, per model)
+    are printed and kept in the summary, so no study hides a silent failure.
+    """
     result.output_dir = directory
+    warnings = study_warnings(directory)
+    for warning in warnings:
+        print(f"WARNING ({notebook}): {warning}")
+    extra = {**(extra or {}), "warnings": warnings}
     result.summary = write_summary(
         directory,
         result.profile,
@@ -199,6 +207,16 @@ def record_summary(
         extra=extra,
     )
     return result
+
+
+def study_warnings(directory: Path) -> list[str]:
+    """The `warnings` of every run manifest in a study's folder, each once, in file order."""
+    warnings: list[str] = []
+    for manifest in sorted(directory.glob("*.manifest.json")):
+        for warning in json.loads(manifest.read_text(encoding="utf-8")).get("warnings") or []:
+            if warning not in warnings:
+                warnings.append(warning)
+    return warnings
 
 
 def write_table(directory: Path, name: str, frame: pd.DataFrame, note: str = "") -> str:

@@ -130,6 +130,9 @@ def study_section(study_dir: Path, title: str, report_dir: Path) -> str:
         numbers = numbers_table(summary)
         if len(numbers):
             lines += ["**Headline numbers (ours)**", "", markdown_table(numbers)]
+        warnings = summary.get("warnings") or []
+        if warnings:
+            lines += ["**Warnings from the runs**", "", *(f"- {warning}" for warning in warnings), ""]
     table_names = (summary or {}).get("tables") or [path.name for path in sorted(study_dir.glob("*.md"))]
     for name in table_names:
         path = study_dir / name
