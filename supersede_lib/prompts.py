@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from supersede_lib.episode import Session
 from supersede_lib.models.chat import Message
@@ -237,98 +237,87 @@ class PromptSet:
     full_context_user: str = FULL_CONTEXT_USER
 
 
+_V1 = PromptSet(
+    name="v1_worked_example",
+    summary="prose instructions + one worked example (Detroit/Rex) as an earlier chat turn",
+    notes_system=NOTES_SYSTEM,
+    notes_user=NOTES_USER,
+    answer_system=ANSWER_SYSTEM,
+    answer_user=ANSWER_USER,
+    notes_examples=((NOTES_EXAMPLE_USER, NOTES_EXAMPLE_REPLY),),
+    example_markers=NOTES_EXAMPLE_MARKERS,
+)
+_V2 = replace(
+    _V1,
+    name="v2_rules_kv",
+    summary="keep/update/add/remove rules, `topic: value` lines, no example",
+    notes_system=RULES_NOTES_SYSTEM,
+    notes_user=RULES_NOTES_USER,
+    answer_system=NOTES_ANSWER_SYSTEM,
+    answer_user=NOTES_ANSWER_USER,
+    notes_examples=(),
+    example_markers=(),
+    empty_notes=RULES_EMPTY_NOTES,
+)
+_V4 = replace(
+    _V2,
+    name="v4_rules_first_write",
+    summary="v2's rules; no placeholder while notes are empty ('start it now'); session before notes",
+    notes_user=SESSION_FIRST_NOTES_USER,
+    first_notes_user=FIRST_WRITE_NOTES_USER,
+)
+_V6 = replace(
+    _V4,
+    name="v6_short_lines",
+    summary="v5 without example subjects; length given as at most 8 short lines",
+    notes_system=SHORT_LINES_NOTES_SYSTEM,
+    notes_user=SHORT_LINES_NOTES_USER,
+    first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
+)
+_V7 = replace(
+    _V6,
+    name="v7_short_lines_user_turns",
+    summary="v6, but the notes turn shows only the user's messages of the session",
+    notes_session_roles=("user",),
+)
+
+# Each variant is its parent with the fields that differ, so the lineage says what was changed.
 PROMPT_VARIANTS: dict[str, PromptSet] = {
     variant.name: variant
     for variant in (
-        PromptSet(
-            name="v1_worked_example",
-            summary="prose instructions + one worked example (Detroit/Rex) as an earlier chat turn",
-            notes_system=NOTES_SYSTEM,
-            notes_user=NOTES_USER,
-            answer_system=ANSWER_SYSTEM,
-            answer_user=ANSWER_USER,
-            notes_examples=((NOTES_EXAMPLE_USER, NOTES_EXAMPLE_REPLY),),
-            example_markers=NOTES_EXAMPLE_MARKERS,
-        ),
-        PromptSet(
+        _V1,
+        replace(
+            _V1,
             name="v1_no_example",
             summary="v1's prose instructions without the worked example",
-            notes_system=NOTES_SYSTEM,
-            notes_user=NOTES_USER,
-            answer_system=ANSWER_SYSTEM,
-            answer_user=ANSWER_USER,
+            notes_examples=(),
+            example_markers=(),
         ),
-        PromptSet(
-            name="v2_rules_kv",
-            summary="keep/update/add/remove rules, `topic: value` lines, no example",
-            notes_system=RULES_NOTES_SYSTEM,
-            notes_user=RULES_NOTES_USER,
-            answer_system=NOTES_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
-            empty_notes=RULES_EMPTY_NOTES,
-        ),
-        PromptSet(
+        _V2,
+        replace(
+            _V2,
             name="v3_rules_unrelated_example",
             summary="v2's rules + one example turn from an unrelated domain (violin teacher) showing an update",
-            notes_system=RULES_NOTES_SYSTEM,
-            notes_user=RULES_NOTES_USER,
-            answer_system=NOTES_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
             notes_examples=((UNRELATED_EXAMPLE_USER, UNRELATED_EXAMPLE_REPLY),),
             example_markers=UNRELATED_EXAMPLE_MARKERS,
-            empty_notes=RULES_EMPTY_NOTES,
         ),
-        PromptSet(
-            name="v4_rules_first_write",
-            summary="v2's rules; no placeholder while notes are empty ('start it now'); session before notes",
-            notes_system=RULES_NOTES_SYSTEM,
-            notes_user=SESSION_FIRST_NOTES_USER,
-            first_notes_user=FIRST_WRITE_NOTES_USER,
-            answer_system=NOTES_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
-            empty_notes=RULES_EMPTY_NOTES,
-        ),
-        PromptSet(
+        _V4,
+        replace(
+            _V4,
             name="v5_subject_lines",
             summary="v4 with `subject: value` shown by real subjects and the assistant's advice excluded by name",
             notes_system=SUBJECT_LINES_NOTES_SYSTEM,
-            notes_user=SESSION_FIRST_NOTES_USER,
             first_notes_user=SUBJECT_FIRST_WRITE_NOTES_USER,
-            answer_system=NOTES_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
-            empty_notes=RULES_EMPTY_NOTES,
         ),
-        PromptSet(
-            name="v6_short_lines",
-            summary="v5 without example subjects; length given as at most 8 short lines",
-            notes_system=SHORT_LINES_NOTES_SYSTEM,
-            notes_user=SHORT_LINES_NOTES_USER,
-            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
-            answer_system=NOTES_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
-            empty_notes=RULES_EMPTY_NOTES,
-        ),
-        PromptSet(
-            name="v7_short_lines_user_turns",
-            summary="v6, but the notes turn shows only the user's messages of the session",
-            notes_system=SHORT_LINES_NOTES_SYSTEM,
-            notes_user=SHORT_LINES_NOTES_USER,
-            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
-            answer_system=NOTES_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
-            empty_notes=RULES_EMPTY_NOTES,
-            notes_session_roles=("user",),
-        ),
-        PromptSet(
+        _V6,
+        _V7,
+        replace(
+            _V7,
             name="v8_newest_first",
             summary="`subject: value` lines, newest facts first so the cap cuts the oldest; user turns only",
             notes_system=NEWEST_FIRST_NOTES_SYSTEM,
             notes_user=NEWEST_FIRST_NOTES_USER,
-            first_notes_user=SHORT_LINES_FIRST_WRITE_NOTES_USER,
             answer_system=NEWEST_FIRST_ANSWER_SYSTEM,
-            answer_user=NOTES_ANSWER_USER,
-            empty_notes=RULES_EMPTY_NOTES,
-            notes_session_roles=("user",),
         ),
     )
 }
