@@ -458,29 +458,22 @@ async def _run_question(
         "cut_calls": outcome.cut_calls,
         "empty_replies": outcome.empty_replies,
         "prompt_variant": settings.prompt_variant,
-        **_memory_columns(outcome.memory_metrics() if is_bounded else None),
+        **_memory_columns(trajectory["memory"]),
     }
     return result
 
 
-def _memory_columns(metrics: MemoryMetrics | None) -> dict[str, Any]:
-    if metrics is None:
-        return dict.fromkeys(
-            (
-                "notes_changed_share",
-                "notes_empty_share",
-                "notes_echo_example",
-                "notes_hold_current",
-                "notes_hold_stale",
-            )
-        )
-    return {
-        "notes_changed_share": metrics.changed_share,
-        "notes_empty_share": metrics.empty_share,
-        "notes_echo_example": metrics.echoes_example,
-        "notes_hold_current": metrics.holds_current,
-        "notes_hold_stale": metrics.holds_stale,
-    }
+_MEMORY_COLUMNS = {  # row column -> key of the trajectory's `memory` record (MemoryMetrics.as_dict)
+    "notes_changed_share": "changed_share",
+    "notes_empty_share": "empty_share",
+    "notes_echo_example": "echoes_example",
+    "notes_hold_current": "holds_current",
+    "notes_hold_stale": "holds_stale",
+}
+
+
+def _memory_columns(memory: dict[str, Any] | None) -> dict[str, Any]:
+    return {column: (memory or {}).get(key) for column, key in _MEMORY_COLUMNS.items()}
 
 
 async def arun_condition(
