@@ -246,7 +246,7 @@ def embedded_overhead_bench(seed: int) -> dict[str, Any]:
     }
 
 
-def markdown_table(result: dict[str, Any]) -> str:
+def bench_report(result: dict[str, Any]) -> str:
     """The concurrency runs (and the overhead line) as a Markdown table."""
     bench = result["concurrency"]
     lines = [
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         }
         args.output_dir.mkdir(parents=True, exist_ok=True)
         (args.output_dir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
-        table = markdown_table(result)
+        table = bench_report(result)
         (args.output_dir / "bench.md").write_text(table + "\n")
         print(table)
         print(f"\nwrote {args.output_dir / 'bench.json'}")

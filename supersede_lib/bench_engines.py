@@ -36,9 +36,10 @@ from supersede_lib.models.engine import (
     read_cpuinfo,
 )
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
+from supersede_lib.rollout import CONDITIONS
 
 ENGINE_ORDER = ("llamacpp", "transformers")
-CONDITIONS = ("bounded_memory", "full_context")
+
 SPEEDUP_TARGETS = {"bounded_memory": 3.5, "full_context": 5.0}  # transformers over llama.cpp, wall/question
 DEFAULT_ENGINE_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 SHOWN_FLAGS = (*BF16_MATRIX_FLAGS, "amx_tile", "avx512f", "avx2")

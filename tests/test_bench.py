@@ -24,7 +24,7 @@ def test_concurrency_bench_reports_reference_bounds_and_a_free_cached_rerun() ->
     assert cached["server_requests"] == 0 and cached["same_answers"]
     assert cached["cached_calls"] == result["total_calls"]
     assert "needs more slots" in result["targets"]["note"]
-    table = bench.markdown_table({"concurrency": result, "embedded_overhead": {"skipped": "no GGUF"}})
+    table = bench.bench_report({"concurrency": result, "embedded_overhead": {"skipped": "no GGUF"}})
     assert "| sequential | 1 |" in table and "1.0x" in table and "skipped (no GGUF)" in table
 
 
