@@ -223,7 +223,7 @@ def build_manifest(
         "started_at": started_at,
         "finished_at": now_utc(),
         "wall_s": round(wall_s, 3),
-        "cache": portable_paths(_model_stats(model)) if hasattr(model, "cache") else None,
+        "cache": _cache_stats(model) if hasattr(model, "cache") else None,
         "model_stats": _model_stats(getattr(model, "inner", model)),
         "totals": totals,
         "failed_episode_ids": [row["episode_id"] for row in rows if row["failed"]],
@@ -269,6 +269,14 @@ def portable_path(path: str | Path) -> str:
         if resolved.is_relative_to(root):
             return shown + resolved.relative_to(root).as_posix()
     return resolved.name
+
+
+def _cache_stats(model: Any) -> dict[str, Any] | None:
+    """The cache's counters, its file named portably (wherever it lies)."""
+    stats = _model_stats(model)
+    if stats is None or "path" not in stats:
+        return stats
+    return {**stats, "path": portable_path(stats["path"])}
 
 
 def portable_paths(value: Any) -> Any:
