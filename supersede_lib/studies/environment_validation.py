@@ -82,9 +82,7 @@ class ModelEndpoint:
             {"role": str(message["role"]), "content": str(message.get("content") or "")}
             for message in messages
         ]
-        is_notes = (
-            bool(plain) and plain[0]["role"] == "system" and plain[0]["content"] == prompts.NOTES_SYSTEM
-        )
+        is_notes = prompts.is_notes_request(plain)
         kind = "notes" if is_notes else "answer"
         max_tokens = self.notes_max_tokens if is_notes else self.answer_max_tokens
         result = run_sync(self.model.achat(plain, max_tokens=max_tokens, temperature=0.0, seed=self.seed))
