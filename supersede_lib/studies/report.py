@@ -178,9 +178,10 @@ def instrument_section(output_root: Path) -> str:
             {
                 "judge model (LongMemEval protocol)": name,
                 "n": result["n"],
-                "agrees with humans": result["agreement"],
-                "Cohen's kappa": result["cohen_kappa"],
-                "says yes": result["judge_accuracy"],
+                "agrees with humans": f"{result['agreement']:.1%}",
+                "Cohen's kappa": None if result["cohen_kappa"] is None else round(result["cohen_kappa"], 2),
+                "says yes": f"{result['judge_accuracy']:.1%}",
+                "humans: correct": f"{result['matcher_accuracy']:.1%}",
             }
             for name, result in judges.items()
         ]
