@@ -773,3 +773,12 @@ def test_a_weekday_inside_a_numeric_time_stamp_is_not_a_day_answer() -> None:
 def test_a_numeric_date_still_matches_a_date_gold_written_in_words() -> None:
     assert score_answer("It was on 2023/05/30.", ["May 30, 2023"], ["2023/04/01"]).verdict == "correct"
     assert score_answer("It was on 2023/04/01.", ["May 30, 2023"], ["2023/04/01"]).verdict == "stale"
+
+
+def test_a_full_date_written_beside_a_weekday_answer_is_not_a_rival_weekday() -> None:
+    gold, stale = ["Wednesday", "Wed"], ["Sunday"]
+    assert score_answer("The piano lesson is on Wednesday, April 19, 2023.", gold, stale).verdict == "correct"
+    assert score_answer("Wednesday (April 19, 2023)", gold, stale).verdict == "correct"
+    assert score_answer("Wednesday or Sunday", gold, stale).verdict == "ambiguous"
+    assert score_answer("Wednesday, maybe Friday", gold, stale).reward < 1
+    assert score_answer("It was on Sunday, April 16, 2023.", gold, stale).verdict == "stale"

@@ -473,6 +473,7 @@ class _HedgeContext:
     gold_numbers: frozenset[str]
     gold_size: int
     dates_count: bool
+    weekday_gold: bool  # the gold's only date part is a day of the week ("Wednesday")
     framing: Framing
 
 
@@ -492,6 +493,14 @@ def _offered_number(context: _HedgeContext, position: int, dates_count: bool) ->
     )
 
 
+def _date_is_a_rival(context: _HedgeContext, words: Sequence[str]) -> bool:
+    """A date item rivals the gold only when the gold is a date of the same kind: for a weekday gold
+    another weekday, not the calendar date written beside it ("Wednesday, April 19, 2023")."""
+    if not context.dates_count:
+        return False
+    return not context.weekday_gold or any(word in WEEKDAYS for word in words)
+
+
 def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
     """Filler, the gold again, a history value, a negated or asked item, or a date beside a non-date."""
     text = context.text
@@ -503,7 +512,7 @@ def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
         or bool(positions & context.history)
         or _holds_negation(words)
         or all(text.questions[position] for position in positions)
-        or (not context.dates_count and _is_date_words(words))
+        or (_is_date_words(words) and not _date_is_a_rival(context, words))
     )
 
 
@@ -801,6 +810,10 @@ def _hedge_context(
             for value in gold_values
             for word in value
         ),
+        weekday_gold=all(
+            not (word in MONTHS or _is_calendar_number(word, ())) for value in gold_values for word in value
+        )
+        and any(word in WEEKDAYS for value in gold_values for word in value),
         framing=framing,
     )
 

@@ -38,6 +38,7 @@ from supersede_lib.studies.common import (
     STUDY_SUMMARY_FILE,
     markdown_table,
 )
+from supersede_lib.studies.validation import judge_results
 
 STUDY_SECTIONS = (
     (NOTEBOOK_DATA, "01 · Data: LongMemEval knowledge-update and the procedural generator"),
@@ -171,9 +172,8 @@ def instrument_section(output_root: Path) -> str:
         markdown_table(matcher.matrix.reset_index()),
         "",
     ]
-    judges_file = output_root / "validation" / "agreement.json"
-    if judges_file.exists():
-        judges = json.loads(judges_file.read_text(encoding="utf-8")).get("judges", {})
+    judges = judge_results(output_root / "validation")
+    if judges:
         rows = [
             {
                 "judge model (LongMemEval protocol)": name,
@@ -187,7 +187,8 @@ def instrument_section(output_root: Path) -> str:
         ]
         if rows:
             lines += [
-                "LLM judges held to the same labels (correct vs not), from `outputs/validation/agreement.json`:",
+                "LLM judges held to the labels they were run on (correct vs not; n says how many), from "
+                "`outputs/validation/judge__*.json`:",
                 "",
                 markdown_table(pd.DataFrame(rows)),
                 "",

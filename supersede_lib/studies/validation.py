@@ -29,9 +29,17 @@ from supersede_lib.studies.profiles import OUTPUT_ROOT
 VALIDATION_DIR = OUTPUT_ROOT / "validation"
 
 
+def judge_results(directory: Path = VALIDATION_DIR) -> dict[str, dict[str, Any]]:
+    """Every judge's agreement with the labels it was run on (`judge__<model>.json`), by model file."""
+    results = [
+        json.loads(path.read_text(encoding="utf-8")) for path in sorted(directory.glob("judge__*.json"))
+    ]
+    return {result["model_file"]: result for result in results}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Matcher (and, with --judge-model, embedded judges) against the human labels; tables under
-    outputs/validation/."""
+    outputs/validation/. A judge's results stay until it is run again (judge__<model>.json/.csv)."""
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("--labels", default=str(LABELLED_ANSWERS))
     parser.add_argument("--judge-model", action="append", default=[], help="a GGUF file name (repeatable)")
@@ -41,14 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     VALIDATION_DIR.mkdir(parents=True, exist_ok=True)
     graded = grade_labelled_answers(rows)
     matcher = agreement(graded)
-    lines = [
-        f"# The matcher against human labels ({len(graded)} real answers, {Path(args.labels).name})",
-        "",
-        f"Agreement: {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}",
-        "",
-        markdown_table(matcher.matrix.reset_index()),
-    ]
-    summary: dict[str, Any] = {"n": len(graded), "matcher_agreement": matcher.share, "judges": {}}
     for model_file in args.judge_model:
         model = EmbeddedGGUFModel(
             resolve_default_gguf(filename=model_file), n_ctx=4096, n_threads=args.threads
@@ -57,17 +57,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             judged = judge_labelled_answers(rows, LongMemEvalJudge(model))
         finally:
             model.close()
-        result = judge_agreement_with_labels(judged)
-        summary["judges"][model_file] = result
-        judged.to_csv(VALIDATION_DIR / f"judge__{Path(model_file).stem}.csv", index=False)
+        stem = f"judge__{Path(model_file).stem}"
+        judged.to_csv(VALIDATION_DIR / f"{stem}.csv", index=False)
+        result = {"model_file": model_file, **judge_agreement_with_labels(judged)}
+        (VALIDATION_DIR / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    lines = [
+        f"# The matcher against human labels ({len(graded)} real answers, {Path(args.labels).name})",
+        "",
+        f"Agreement: {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}",
+        "",
+        markdown_table(matcher.matrix.reset_index()),
+    ]
+    for model_file, result in judge_results().items():
+        kappa = result["cohen_kappa"]
         lines += [
             "",
             f"## LongMemEval-protocol judge: {model_file} (embedded, greedy, max_tokens 10)",
             "",
             f"Agrees with the human label (correct vs not) on {result['agreement']:.1%} of {result['n']} answers; "
-            f"Cohen's kappa {result['cohen_kappa'] if result['cohen_kappa'] is None else round(result['cohen_kappa'], 3)}; "
-            f"says yes to {result['judge_accuracy']:.1%} (humans: {result['matcher_accuracy']:.1%} correct).",
+            f"Cohen's kappa {kappa if kappa is None else round(kappa, 3)}; says yes to "
+            f"{result['judge_accuracy']:.1%} (humans: {result['matcher_accuracy']:.1%} correct).",
         ]
+    summary = {"n": len(graded), "matcher_agreement": matcher.share}
     (VALIDATION_DIR / "agreement.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (VALIDATION_DIR / "agreement.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print("\n".join(lines))
