@@ -24,3 +24,22 @@ def empty_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv(MODEL_DIR_ENV, raising=False)
     return home
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny matmuls: 2 torch threads on busy shared cores are far slower than 1."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory):
+    """A tiny random Qwen2 (built offline in under a second) shared by a test module."""
+    from supersede_lib.models.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny")

@@ -16,7 +16,8 @@ from supersede_lib.models.batched import BatchedHFChatModel  # noqa: E402
 from supersede_lib.models.chat import ChatModel, ContextOverflowError, ModelCallError  # noqa: E402
 from supersede_lib.models.gguf import EmbeddedGGUFModel  # noqa: E402
 from supersede_lib.models.spec import make_chat_model  # noqa: E402
-from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 INTEL_AMX = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
 INTEL_AVX512_BF16 = "flags\t: fpu avx2 avx512f avx512_bf16\n"
@@ -33,19 +34,6 @@ def questions(count: int) -> list[list[dict[str, str]]]:
         ]
         for index in range(count)
     ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls: 2 threads on busy shared cores are far slower
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("batched") / "tiny")
 
 
 def scrambled(model: BatchedHFChatModel) -> BatchedHFChatModel:

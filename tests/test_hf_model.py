@@ -19,23 +19,12 @@ from supersede_lib.models.hf import (  # noqa: E402
 )
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 MESSAGES = [
     {"role": "system", "content": "Answer briefly."},
     {"role": "user", "content": "My notes:\n- lives in Lisbon\n\nQuestion: Where do I live now?"},
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls: 2 threads on busy shared cores are far slower
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("hf") / "tiny")
 
 
 @pytest.fixture(scope="module")
