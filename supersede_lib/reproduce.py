@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from supersede_lib.eval.run_files import REPO_ROOT
+from supersede_lib.eval.run_files import PORTABLE_ROOTS
 from supersede_lib.studies import profiles, report
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
@@ -95,7 +95,7 @@ def execute_notebook(notebook: Path, profile: str, output: Path, *, kernel_name:
 def strip_machine_paths(path: Path) -> None:
     """Executed copies get committed: the checkout's and home's absolute paths become relative / `~/`."""
     text = path.read_text(encoding="utf-8")
-    for root, shown in ((REPO_ROOT, ""), (Path.home().resolve(), "~/")):
+    for root, shown in PORTABLE_ROOTS:
         text = text.replace(f"{root}/", shown).replace(str(root), shown.rstrip("/") or ".")
     path.write_text(text, encoding="utf-8")
 

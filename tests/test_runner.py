@@ -24,12 +24,12 @@ import pytest
 from supersede_lib.episode import Episode, Session, Turn
 from supersede_lib.eval import runner
 from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.eval.memory_metrics import notes_holdings
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import (
     ROW_COLUMNS,
     RunSettings,
     arun_rollout,
-    notes_holdings,
     notes_max_tokens_for,
     run_condition,
     run_conditions,

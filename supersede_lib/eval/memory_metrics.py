@@ -91,13 +91,9 @@ def trajectory_memory_metrics(
     history = [note or "" for note in notes_history]
     before = [""] + history[:-1] if history else []
     n_changed = sum(_comparable(old) != _comparable(new) for old, new in zip(before, history, strict=True))
-    final = history[-1] if history else ""
-    holds_current = None
-    if not episode.is_abstention and episode.gold_answers:
-        holds_current = any(conveys_value(final, gold) for gold in episode.gold_answers)
-    holds_stale = None
-    if episode.superseded_values:
-        holds_stale = any(conveys_value(final, stale) for stale in episode.superseded_values)
+    final_current, final_stale = notes_holdings([history[-1] if history else ""], episode)
+    holds_current = None if final_current is None else final_current[0]
+    holds_stale = None if final_stale is None else final_stale[0]
     return MemoryMetrics(
         n_rewrites=len(history),
         n_changed=n_changed,
@@ -107,6 +103,27 @@ def trajectory_memory_metrics(
         holds_current=holds_current,
         holds_stale=holds_stale,
     )
+
+
+def notes_holdings(
+    notes_history: Sequence[str], episode: Episode
+) -> tuple[list[bool] | None, list[bool] | None]:
+    """After each session: did the notes still convey the current gold value / any stale value?
+
+    `None` where the answer is not a value the notes could hold (abstention items, whose gold
+    is an explanation) or where no stale values are known.
+    """
+    holds_current = None
+    if not episode.is_abstention and episode.gold_answers:
+        holds_current = [
+            any(conveys_value(notes, gold) for gold in episode.gold_answers) for notes in notes_history
+        ]
+    holds_stale = None
+    if episode.superseded_values:
+        holds_stale = [
+            any(conveys_value(notes, stale) for stale in episode.superseded_values) for notes in notes_history
+        ]
+    return holds_current, holds_stale
 
 
 def _share(flags: list[bool | None]) -> float | None:

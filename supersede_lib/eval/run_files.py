@@ -25,6 +25,8 @@ from supersede_lib.models.chat import ChatModel, one_line
 from supersede_lib.models.openai_api import estimate_cost_usd
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# how committed results show a local path: relative to the checkout, or under ~/
+PORTABLE_ROOTS = ((REPO_ROOT, ""), (Path.home().resolve(), "~/"))
 
 KEY_PACKAGES = (
     "supersede",
@@ -265,7 +267,7 @@ def call_provenance(trajectories: list[dict[str, Any]]) -> dict[str, Any]:
 def portable_path(path: str | Path) -> str:
     """A path as committed results may show it: relative to the repository, or `~/...`, never absolute."""
     resolved = Path(path).expanduser().resolve()
-    for root, shown in ((REPO_ROOT, ""), (Path.home().resolve(), "~/")):
+    for root, shown in PORTABLE_ROOTS:
         if resolved.is_relative_to(root):
             return shown + resolved.relative_to(root).as_posix()
     return resolved.name
@@ -291,5 +293,5 @@ def portable_paths(value: Any) -> Any:
 
 
 _ABSOLUTE_LOCAL_PATH = re.compile(
-    "^(" + "|".join(re.escape(str(root)) for root in (REPO_ROOT, Path.home().resolve())) + ")(/|$)"
+    "^(" + "|".join(re.escape(str(root)) for root, _ in PORTABLE_ROOTS) + ")(/|$)"
 )

@@ -32,8 +32,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from supersede_lib.episode import Episode
-from supersede_lib.eval.matcher import conveys_value, score_episode_answer
-from supersede_lib.eval.memory_metrics import MemoryMetrics, trajectory_memory_metrics
+from supersede_lib.eval.matcher import score_episode_answer
+from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
 from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
 from supersede_lib.models.rate_limit import AdaptiveLimit
@@ -248,27 +248,6 @@ class RolloutOutcome:
         return trajectory_memory_metrics(
             self.notes_history, self.episode, truncated_rewrites=self.rollout.truncation_count
         )
-
-
-def notes_holdings(
-    notes_history: Sequence[str], episode: Episode
-) -> tuple[list[bool] | None, list[bool] | None]:
-    """After each session: did the notes still convey the current gold value / any stale value?
-
-    `None` where the answer is not a value the notes could hold (abstention items, whose gold
-    is an explanation) or where no stale values are known.
-    """
-    holds_current = None
-    if not episode.is_abstention and episode.gold_answers:
-        holds_current = [
-            any(conveys_value(notes, gold) for gold in episode.gold_answers) for notes in notes_history
-        ]
-    holds_stale = None
-    if episode.superseded_values:
-        holds_stale = [
-            any(conveys_value(notes, stale) for stale in episode.superseded_values) for notes in notes_history
-        ]
-    return holds_current, holds_stale
 
 
 async def arun_rollout(
