@@ -25,6 +25,7 @@ from supersede_lib.data.longmemeval import load_longmemeval
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import score_episode_answer
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
 
 if TYPE_CHECKING:
@@ -42,11 +43,13 @@ def episodes_to_dataset(
     full_context: bool = False,
     notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
     chars_per_session: int | None = None,
+    prompt_variant: str = DEFAULT_PROMPT_VARIANT,
 ) -> Dataset:
     """One verifiers row per episode: `prompt`, `question`, `answer` and a JSON `info`.
 
     `prompt` is the exact first-turn prompt of the rollout core and `question` its last user
-    message. `info` carries the whole episode plus the condition and the resolved notes budget,
+    message. `info` carries the whole episode plus the condition, the resolved notes budget and the
+    prompt variant,
     so each rollout can rebuild its state machine; it is a JSON string because episodes differ in
     shape (verifiers decodes it into a dict before `setup_state`).
     """
@@ -62,9 +65,14 @@ def episodes_to_dataset(
         if not episode.gold_answers and not episode.is_abstention:
             raise ValueError(f"episode {episode.episode_id!r}: field 'gold_answers' is empty")
         budget = None if full_context else notes_budget_for(episode, notes_budget_chars, chars_per_session)
-        rollout = make_rollout(episode, condition, notes_budget_chars=budget)
+        rollout = make_rollout(episode, condition, notes_budget_chars=budget, prompt_variant=prompt_variant)
         first_prompt = rollout.current_messages()
-        info = {"episode": episode.to_dict(), "condition": condition, "notes_budget_chars": budget}
+        info = {
+            "episode": episode.to_dict(),
+            "condition": condition,
+            "notes_budget_chars": budget,
+            "prompt_variant": prompt_variant,
+        }
         try:
             info_json = json.dumps(info)
         except TypeError as error:
@@ -90,7 +98,12 @@ def rollout_from_info(info: Mapping[str, Any], example_id: object = None) -> Rol
         if field_name not in info:
             raise ValueError(f"example {example_id}: info has no {field_name!r} field")
     episode = Episode.from_dict(info["episode"])
-    return make_rollout(episode, info["condition"], notes_budget_chars=info.get("notes_budget_chars"))
+    return make_rollout(
+        episode,
+        info["condition"],
+        notes_budget_chars=info.get("notes_budget_chars"),
+        prompt_variant=info.get("prompt_variant", DEFAULT_PROMPT_VARIANT),
+    )
 
 
 def _message_text(message: Any) -> str:
@@ -230,6 +243,7 @@ def make_environment(
     chars_per_session: int | None = None,
     stale_penalty_weight: float = 1.0,
     as_train_dataset: bool = False,
+    prompt_variant: str = DEFAULT_PROMPT_VARIANT,
     **env_kwargs: Any,
 ) -> SupersedeEnv:
     """A `SupersedeEnv` over given episodes (as its eval dataset, or train dataset when asked)."""
@@ -238,6 +252,7 @@ def make_environment(
         full_context=full_context,
         notes_budget_chars=notes_budget_chars,
         chars_per_session=chars_per_session,
+        prompt_variant=prompt_variant,
     )
     dataset_kwargs = {"dataset": dataset} if as_train_dataset else {"eval_dataset": dataset}
     return SupersedeEnv(rubric=make_rubric(stale_penalty_weight), **dataset_kwargs, **env_kwargs)
@@ -256,6 +271,7 @@ def load_environment(
     seed: int = 0,
     num_train_examples: int = 256,
     data_path: str | None = None,
+    prompt_variant: str = DEFAULT_PROMPT_VARIANT,
     **kwargs: Any,
 ) -> SupersedeEnv:
     """The verifiers entry point (`vf.load_environment("supersede", **args)`, `vf-eval supersede`).
@@ -283,5 +299,6 @@ def load_environment(
         chars_per_session=chars_per_session,
         stale_penalty_weight=stale_penalty_weight,
         as_train_dataset=mode == "train",
+        prompt_variant=prompt_variant,
         **kwargs,
     )

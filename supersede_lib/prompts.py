@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from supersede_lib.episode import Session
 from supersede_lib.models.chat import Message
@@ -201,12 +202,73 @@ SESSION_FIRST_NOTES_USER = (
     "conversation, add new facts (at most {budget} characters)."
 )
 
+# v1-v8 all froze: whole-file rewrites copy the first version and a later fact never fits in.
+# Here the model names only new or changed lines; `notes_edits.apply_line_edits` applies them.
+LINE_EDITS_NOTES_SYSTEM = (
+    "You keep a memory file about the user, one short line per fact, written as the thing, a colon, "
+    "and its value. You will never see this conversation again: the memory file is all you will "
+    "have later.\n"
+    "After each conversation, reply with ONLY the lines to add or change:\n"
+    "- one line for each fact the user states about their own life: names of their people and pets, "
+    "where they live or go, what they own, and every number, amount, time or date they give about "
+    "themselves;\n"
+    "- when the user gives a new value for something already in the file, write that line again "
+    "with the new value: your line replaces the old one;\n"
+    "- the user's questions are not facts; never write the assistant's advice or a line the file "
+    "already has.\n"
+    "If the user stated no fact about their own life, reply NONE."
+)
+LINE_EDITS_NOTES_USER = (
+    "Memory file now:\n{notes}\n\n"
+    "New conversation ({date}), the user's messages:\n{session}\n\n"
+    "Reply with the new or changed lines only, or NONE."
+)
+LINE_EDITS_FIRST_NOTES_USER = (
+    "You have no memory file yet.\n\n"
+    "New conversation ({date}), the user's messages:\n{session}\n\n"
+    "Reply with one line for each fact the user states about their own life, or NONE."
+)
+# Three example turns from a domain the generator never uses: a first write that skips the
+# questions, an update that rewrites one line, and a conversation with no fact at all.
+LINE_EDITS_EXAMPLES = (
+    (
+        LINE_EDITS_FIRST_NOTES_USER.format(
+            date="2021/09/14",
+            session="user: How often should I change violin strings?\n"
+            "user: My teacher Ms. Okafor wants 20 minutes of scales a day. Is that enough?\n"
+            "user: I just bought a blue Trek bike for the commute. Any tips for riding in rain?",
+        ),
+        "violin teacher: Ms. Okafor\nbike: blue Trek\nscales practice: 20 minutes a day",
+    ),
+    (
+        LINE_EDITS_NOTES_USER.format(
+            notes="violin teacher: Ms. Okafor\nbike: blue Trek\nscales practice: 20 minutes a day",
+            date="2021/10/02",
+            session="user: What's a good way to clean rosin off strings?\n"
+            "user: Ms. Okafor retired, so my lessons are with Mr. Lindqvist now.",
+        ),
+        "violin teacher: Mr. Lindqvist",
+    ),
+    (
+        LINE_EDITS_NOTES_USER.format(
+            notes="violin teacher: Mr. Lindqvist\nbike: blue Trek\nscales practice: 20 minutes a day",
+            date="2021/10/20",
+            session="user: Can you recommend a good podcast about history?\nuser: Thanks, I'll try it.",
+        ),
+        "NONE",
+    ),
+)
+LINE_EDITS_EXAMPLE_MARKERS = ("Okafor", "Lindqvist", "Trek", "violin", "scales")
+
 NOTES_ANSWER_SYSTEM = (
     "Answer the user's question using only your memory file. When a fact changed, give its current "
     "value unless the question asks for an earlier one. If the memory file does not contain the "
     "information, say that you don't know. Answer in one short sentence."
 )
 NOTES_ANSWER_USER = "Memory file:\n{notes}\n\nCurrent date: {question_date}\nQuestion: {question}"
+
+
+NotesUpdate = Literal["rewrite", "line_edits"]
 
 
 @dataclass(frozen=True)
@@ -219,7 +281,9 @@ class PromptSet:
     {notes} {question_date} {question}; `full_context_user` takes {history} {question_date}
     {question}. `notes_examples` are (user, assistant) turns sent before the real request;
     `example_markers` are words only those examples use (notes holding them copied one);
-    `notes_session_roles` are the turns of the new session a notes rewrite shows.
+    `notes_session_roles` are the turns of the new session a notes rewrite shows;
+    `notes_update` says how a notes reply becomes the new notes: "rewrite" (the reply IS the new
+    notes, cut at the budget) or "line_edits" (the reply lists changed lines, see `notes_edits`).
     """
 
     name: str
@@ -235,6 +299,7 @@ class PromptSet:
     notes_session_roles: tuple[str, ...] = ("user", "assistant")
     full_context_system: str = FULL_CONTEXT_SYSTEM
     full_context_user: str = FULL_CONTEXT_USER
+    notes_update: NotesUpdate = "rewrite"
 
 
 _V1 = PromptSet(
@@ -318,6 +383,19 @@ PROMPT_VARIANTS: dict[str, PromptSet] = {
             notes_system=NEWEST_FIRST_NOTES_SYSTEM,
             notes_user=NEWEST_FIRST_NOTES_USER,
             answer_system=NEWEST_FIRST_ANSWER_SYSTEM,
+        ),
+        replace(
+            _V7,
+            name="v9_line_edits",
+            summary="reply lists only new or changed `thing: value` lines (3 violin-domain example turns); code "
+            "replaces same-thing lines, newest first, drops the oldest past the cap (an edit agent, not a rewrite)",
+            notes_system=LINE_EDITS_NOTES_SYSTEM,
+            notes_user=LINE_EDITS_NOTES_USER,
+            first_notes_user=LINE_EDITS_FIRST_NOTES_USER,
+            notes_examples=LINE_EDITS_EXAMPLES,
+            example_markers=LINE_EDITS_EXAMPLE_MARKERS,
+            answer_system=NEWEST_FIRST_ANSWER_SYSTEM,
+            notes_update="line_edits",
         ),
     )
 }

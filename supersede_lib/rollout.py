@@ -21,6 +21,7 @@ from typing import Literal
 
 from supersede_lib import prompts
 from supersede_lib.episode import Episode
+from supersede_lib.notes_edits import apply_line_edits
 
 TurnKind = Literal["notes", "answer"]
 
@@ -50,7 +51,7 @@ class TurnRecord:
     messages: list[dict[str, str]]
     reply: str
     notes_after: str | None = None  # notes after the cap was applied (notes turns only)
-    truncated_chars: int = 0  # how many characters the cap cut from the reply
+    truncated_chars: int = 0  # characters the cap cut (from the reply, or from the edited notes)
 
 
 @dataclass
@@ -108,8 +109,11 @@ class BoundedMemoryRollout:
         messages = self.current_messages()
         reply = reply or ""
         if kind == "notes":
-            new_notes = reply.strip()
-            capped = new_notes[: self.notes_budget_chars]
+            if prompts.get_prompt_variant(self.prompt_variant).notes_update == "line_edits":
+                capped, cut_chars = apply_line_edits(self.notes, reply, self.notes_budget_chars)
+            else:
+                capped = reply.strip()[: self.notes_budget_chars]
+                cut_chars = len(reply.strip()) - len(capped)
             self.turns.append(
                 TurnRecord(
                     kind="notes",
@@ -117,7 +121,7 @@ class BoundedMemoryRollout:
                     messages=messages,
                     reply=reply,
                     notes_after=capped,
-                    truncated_chars=len(new_notes) - len(capped),
+                    truncated_chars=cut_chars,
                 )
             )
             self.notes = capped

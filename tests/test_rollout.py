@@ -114,10 +114,10 @@ def test_every_prompt_variant_keeps_the_no_re_feed_contract() -> None:
         rollout = make_rollout(_episode(2), "bounded_memory", 300, prompt_variant=variant)
         first = _all_text(rollout.current_messages())
         assert "SESSION-0-USER-TEXT" in first and "SESSION-1-USER-TEXT" not in first
-        rollout.step("NOTES-ONE")
+        rollout.step("note: NOTES-ONE")  # a line every notes_update kind keeps
         second = _all_text(rollout.current_messages())
         assert "NOTES-ONE" in second and "SESSION-0-USER-TEXT" not in second
-        rollout.step("NOTES-TWO")
+        rollout.step("note: NOTES-TWO")
         answer = _all_text(rollout.current_messages())
         assert "NOTES-TWO" in answer and "Where do I live now?" in answer
         assert "SESSION-" not in answer

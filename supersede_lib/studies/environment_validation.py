@@ -179,13 +179,16 @@ def evaluate_environment(
     concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = 0,
     progress: bool = True,
+    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT,
 ) -> tuple[pd.DataFrame, ServedModelStats]:
     """Run `SupersedeEnv.evaluate` over `episodes` with `model` behind a local endpoint; one row per rollout."""
     import verifiers as vf
 
     from supersede_lib.environment import make_environment
 
-    env = make_environment(list(episodes), notes_budget_chars=notes_budget_chars)
+    env = make_environment(
+        list(episodes), notes_budget_chars=notes_budget_chars, prompt_variant=prompt_variant
+    )
     with ModelEndpoint(model, notes_budget_chars=notes_budget_chars, seed=seed) as endpoint:
         client = vf.ClientConfig(api_key_var="SUPERSEDE_LOCAL_ENDPOINT_KEY", api_base_url=endpoint.base_url)
         results = run_sync(
@@ -249,20 +252,27 @@ def run_environment_conditions(profile: str | Profile, *, progress: bool = True)
         episodes,
         "bounded_memory",
         model,
-        RunSettings(notes_budget_chars=budget, concurrency=profile.concurrency),
+        RunSettings(
+            notes_budget_chars=budget, concurrency=profile.concurrency, prompt_variant=profile.prompt_variant
+        ),
         judge=judge,
         output_dir=directory,
         run_name=default_run_name("bounded_memory", model.name, budget, None),
         progress=progress,
     ).frame
     rollouts, served = evaluate_environment(
-        episodes, model, notes_budget_chars=budget, concurrency=profile.concurrency, progress=progress
+        episodes,
+        model,
+        notes_budget_chars=budget,
+        concurrency=profile.concurrency,
+        progress=progress,
+        prompt_variant=profile.prompt_variant,
     )
     saturation = run_condition(
         load_episodes(saturation_block.episodes),
         "full_context",
         model,
-        RunSettings(concurrency=profile.concurrency),
+        RunSettings(concurrency=profile.concurrency, prompt_variant=profile.prompt_variant),
         output_dir=directory,
         run_name=default_run_name("saturation_full_context", model.name, None, None),
         progress=progress,

@@ -120,7 +120,11 @@ def run_frontier_models(profile: str | Profile, *, progress: bool = True) -> lis
     directory = profiles.output_dir(profile, NOTEBOOK_FRONTIER)
     episodes = load_episodes(block.episodes)
     judge = judge_for(profile)
-    settings = RunSettings(notes_budget_chars=block.notes_budget_chars, concurrency=profile.concurrency)
+    settings = RunSettings(
+        notes_budget_chars=block.notes_budget_chars,
+        concurrency=profile.concurrency,
+        prompt_variant=profile.prompt_variant,
+    )
     comparisons = []
     for spec in block.models:
         model = profiles.model_for(spec, profile)

@@ -88,7 +88,11 @@ def run_isolation_conditions(profile: str | Profile, *, progress: bool = True) -
     return common.compare_conditions(
         load_episodes(block.episodes),
         profiles.model_for(profile.model, profile),
-        RunSettings(notes_budget_chars=block.notes_budget_chars, concurrency=profile.concurrency),
+        RunSettings(
+            notes_budget_chars=block.notes_budget_chars,
+            concurrency=profile.concurrency,
+            prompt_variant=profile.prompt_variant,
+        ),
         directory=profiles.output_dir(profile, common.NOTEBOOK_ISOLATION),
         judge=common.judge_for(profile),
         progress=progress,

@@ -27,6 +27,7 @@ from supersede_lib.models.gguf import resolve_default_gguf
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import make_chat_model
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
 from supersede_lib.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.train.config import CURRICULUM_MODES, PRESETS, TrainingConfig
 
@@ -129,6 +130,7 @@ class Profile(_Block):
     model: ModelSpec
     judge: ModelSpec | None = None
     concurrency: Count = DEFAULT_CONCURRENCY
+    prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
     cache_path: str | None = None
     recorded_responses: str | None = None  # repository-relative .jsonl.gz of the profile's model replies
     overview: OverviewBlock = OverviewBlock()
@@ -140,6 +142,12 @@ class Profile(_Block):
     training: TrainingBlock | None = None
     transfer: TransferBlock | None = None
     _source: str = PrivateAttr(default="<profile>")
+
+    @field_validator("prompt_variant")
+    @classmethod
+    def _known_prompt_variant(cls, name: str) -> str:
+        get_prompt_variant(name)  # ValueError listing the allowed names
+        return name
 
     @property
     def source(self) -> str:

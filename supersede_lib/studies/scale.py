@@ -8,7 +8,7 @@ paper's) → `write_scale`. Graded by the programmatic matcher throughout, as in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,12 @@ def run_scale_conditions(profile: str | Profile, *, progress: bool = True) -> Sc
     directory = profiles.output_dir(profile, NOTEBOOK_SCALE)
     model = profiles.model_for(profile.model, profile)
     short, long = load_episodes(block.short), load_episodes(block.long)
-    fixed = RunSettings(notes_budget_chars=block.notes_budget_chars, concurrency=profile.concurrency)
-    per_session = RunSettings(
-        notes_budget_chars=None, chars_per_session=block.chars_per_session, concurrency=profile.concurrency
+    fixed = RunSettings(
+        notes_budget_chars=block.notes_budget_chars,
+        concurrency=profile.concurrency,
+        prompt_variant=profile.prompt_variant,
     )
+    per_session = replace(fixed, notes_budget_chars=None, chars_per_session=block.chars_per_session)
     plan = {
         "short_fixed": (short, fixed),
         "long_fixed": (long, fixed),

@@ -1,0 +1,75 @@
+"""Line edits: a notes memory the model updates by naming changed lines, not by copying it whole.
+
+Small models asked to rewrite the whole notes copy the first version they wrote and never fit a
+later fact in (docs/prompts.md). In this memory the model replies with only the `subject: value`
+lines that are new or changed; the code replaces the line with the same subject, puts changed
+lines first and drops the oldest lines when the notes exceed the budget. The model still decides
+what to remember and what a fact's subject is; the code only applies its edits. This is a
+different agent from the paper's whole-notes rewrite, and studies name it as such.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A reply line: optional bullet or number, then `subject: value`.
+_EDIT_LINE = re.compile(
+    r"^\s*(?:[-*\u2022]|\d+[.)])?\s*`?(?P<subject>[^:`\n]{1,60}?)`?\s*:\s*(?P<value>.*?)`?\s*$"
+)
+# Small models often write the format's placeholder word literally: "subject: city: Austin".
+_PLACEHOLDER_SUBJECTS = frozenset({"subject", "topic", "fact", "key", "line", "new fact", "changed fact"})
+# Replies that say there is nothing to add ("NONE", "No new facts.").
+_NOTHING = re.compile(
+    r"^[\W_]*(?:none|nothing(?: new)?|no (?:new |changed )?(?:facts?|lines?|changes?))[\W_]*$", re.I
+)
+
+
+def subject_key(subject: str) -> str:
+    """The form two subjects are compared in: lower case, single spaces, no edge punctuation."""
+    return re.sub(r"\s+", " ", re.sub(r"^\W+|\W+$", "", subject.lower())).strip()
+
+
+def parse_edit_lines(reply: str) -> list[tuple[str, str]]:
+    """The (subject, value) pairs a reply states; prose lines and empty values are skipped."""
+    edits: list[tuple[str, str]] = []
+    for line in (reply or "").splitlines():
+        if not line.strip() or _NOTHING.match(line.strip()):
+            continue
+        match = _EDIT_LINE.match(line)
+        if match is None:
+            continue
+        subject, value = match["subject"].strip(), match["value"].strip()
+        inner = _EDIT_LINE.match(value) if subject_key(subject) in _PLACEHOLDER_SUBJECTS else None
+        if inner is not None:
+            subject, value = inner["subject"].strip(), inner["value"].strip()
+        if subject_key(subject) and value and not _NOTHING.match(value):
+            edits.append((subject, value))
+    return edits
+
+
+def apply_line_edits(notes: str, reply: str, budget_chars: int) -> tuple[str, int]:
+    """The notes after a reply's edits, newest first and cut to `budget_chars`; and how many chars were cut.
+
+    An edit whose subject is already in the notes replaces that line (and moves it to the top);
+    an edit that repeats a line unchanged leaves it where it is, so copying the notes back is a no-op.
+    Whole lines are dropped from the bottom (the least recently changed) until the notes fit.
+    """
+    lines = parse_edit_lines(notes)
+    by_key = {subject_key(subject): (subject, value) for subject, value in lines}
+    changed: list[tuple[str, str]] = []
+    for subject, value in parse_edit_lines(reply):
+        key = subject_key(subject)
+        if by_key.get(key, (None, None))[1] == value:
+            continue
+        by_key.pop(key, None)
+        changed = [edit for edit in changed if subject_key(edit[0]) != key]
+        changed.append((subject, value))
+    kept = [line for line in lines if subject_key(line[0]) in by_key]
+    ordered = [f"{subject}: {value}" for subject, value in changed + kept]
+    fitted = list(ordered)
+    while fitted and len("\n".join(fitted)) > budget_chars:
+        fitted.pop()
+    if not fitted and ordered:  # one line longer than the whole budget: keep its head
+        fitted = [ordered[0][:budget_chars]]
+    new_notes = "\n".join(fitted)
+    return new_notes, max(0, len("\n".join(ordered)) - len(new_notes))

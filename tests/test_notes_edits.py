@@ -1,0 +1,85 @@
+"""Line-edit notes: the reply names changed lines; the code applies them, newest first, within the budget."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from supersede_lib.notes_edits import apply_line_edits, parse_edit_lines
+from supersede_lib.prompts import is_empty_notes
+from supersede_lib.rollout import make_rollout
+from tests.test_rollout import _all_text, _episode
+
+
+def test_first_write_keeps_fact_lines_and_skips_prose_and_bullets() -> None:
+    reply = "Here are the facts:\n- mile PR: 9:38\n* `trip`: driving through Minneapolis\n1. cat: Tofu"
+    notes, cut = apply_line_edits("", reply, 300)
+    assert notes == "mile PR: 9:38\ntrip: driving through Minneapolis\ncat: Tofu"
+    assert cut == 0
+
+
+def test_a_new_value_replaces_the_line_with_the_same_subject_and_moves_it_first() -> None:
+    notes = "cat: Tofu\nmile PR: 9:38\ncity: Austin"
+    updated, _ = apply_line_edits(notes, "Mile PR: 9:33", 300)
+    assert updated == "Mile PR: 9:33\ncat: Tofu\ncity: Austin"
+    assert "9:38" not in updated
+
+
+def test_copying_the_notes_back_or_saying_none_changes_nothing() -> None:
+    notes = "mile PR: 9:33\ncat: Tofu"
+    assert apply_line_edits(notes, "Memory file now:\nmile PR: 9:33\ncat: Tofu", 300) == (notes, 0)
+    assert apply_line_edits(notes, "NONE", 300) == (notes, 0)
+    assert apply_line_edits(notes, "No new facts.", 300) == (notes, 0)
+    assert apply_line_edits("", "NONE", 300) == ("", 0)
+
+
+def test_past_the_budget_the_least_recently_changed_lines_go_first() -> None:
+    notes = "old fact: " + "a" * 40 + "\nmiddle fact: " + "b" * 40
+    updated, cut = apply_line_edits(notes, "new fact: " + "c" * 40, 110)
+    assert updated.splitlines() == ["new fact: " + "c" * 40, "old fact: " + "a" * 40]
+    assert cut == len("\nmiddle fact: " + "b" * 40)
+
+
+def test_a_single_line_longer_than_the_budget_keeps_its_head() -> None:
+    updated, cut = apply_line_edits("", "story: " + "x" * 200, 50)
+    assert updated == ("story: " + "x" * 200)[:50]
+    assert cut == 157
+
+
+@settings(max_examples=200, deadline=None)
+@given(notes=st.text(max_size=400), reply=st.text(max_size=400), budget=st.integers(1, 300))
+def test_edited_notes_never_exceed_the_budget_and_are_stable_under_reapplying(
+    notes: str, reply: str, budget: int
+) -> None:
+    updated, cut = apply_line_edits(notes, reply, budget)
+    assert len(updated) <= budget
+    assert cut >= 0
+    again, _ = apply_line_edits(updated, updated, budget)  # sending the notes back is a no-op
+    assert again == updated
+
+
+def test_parse_ignores_lines_without_a_value() -> None:
+    assert parse_edit_lines("Facts:\nname:\nplain prose line\npet: Rex") == [("pet", "Rex")]
+
+
+def test_line_edit_rollout_applies_edits_and_shows_only_user_turns() -> None:
+    episode = _episode(3)
+    rollout = make_rollout(episode, "bounded_memory", 300, prompt_variant="v9_line_edits")
+    first = _all_text(rollout.current_messages())
+    assert "You have no memory file yet" in first
+    assert "SESSION-0-USER-TEXT" in first and "SESSION-0-ASSISTANT-TEXT" not in first
+    for reply in ("city: city0\npet: Rex", "NONE", "City: city2"):
+        rollout.step(reply)
+    assert rollout.notes_history == [
+        "city: city0\npet: Rex",
+        "city: city0\npet: Rex",
+        "City: city2\npet: Rex",
+    ]
+    answer_prompt = _all_text(rollout.current_messages())
+    assert "City: city2\npet: Rex" in answer_prompt
+    assert not is_empty_notes(rollout.notes)
+    rollout.step("city2")
+    assert rollout.answer == "city2"
+
+
+def test_a_literal_placeholder_subject_is_unwrapped() -> None:
+    assert parse_edit_lines("subject: city: Austin\ntopic: pet: Rex") == [("city", "Austin"), ("pet", "Rex")]
+    assert parse_edit_lines("topic: gardening") == [("topic", "gardening")]
