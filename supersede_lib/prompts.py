@@ -260,6 +260,16 @@ LINE_EDITS_EXAMPLES = (
 )
 LINE_EDITS_EXAMPLE_MARKERS = ("Okafor", "Lindqvist", "Trek", "violin", "scales")
 
+# v9's measured fault: notes held "PR: 30:31" and the answer to "my personal best 5K time?" was
+# "I don't know", so the answer turn is told that lines name things in their own words (no
+# example wording: the generator's own phrasings would tune the prompt to the evaluation data).
+LINE_EDITS_ANSWER_SYSTEM = (
+    "Answer the user's question using only your memory file. Its lines may name things in other "
+    "words than the question: answer from the line that fits best. Its newest facts come first: when two lines disagree, the "
+    "upper one is current, unless the question asks for an earlier value. Say that you don't know "
+    "only if no line is about the question. Answer in one short sentence."
+)
+
 NOTES_ANSWER_SYSTEM = (
     "Answer the user's question using only your memory file. When a fact changed, give its current "
     "value unless the question asks for an earlier one. If the memory file does not contain the "
@@ -399,6 +409,12 @@ PROMPT_VARIANTS: dict[str, PromptSet] = {
         ),
     )
 }
+PROMPT_VARIANTS["v10_line_edits_loose_answer"] = replace(
+    PROMPT_VARIANTS["v9_line_edits"],
+    name="v10_line_edits_loose_answer",
+    summary="v9 with an answer turn told that lines name things in their own words",
+    answer_system=LINE_EDITS_ANSWER_SYSTEM,
+)
 DEFAULT_PROMPT_VARIANT = "v1_worked_example"
 # Every word any variant's examples use: what `diagnostics.echoes_prompt_example` looks for.
 ALL_EXAMPLE_MARKERS = tuple(
