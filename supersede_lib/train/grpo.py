@@ -26,6 +26,12 @@ equal-chunk split drop samples. Rows of zero-advantage groups are left out of th
 when that provably leaves the gradient unchanged (beta 0, token-sum loss; their tokens still
 count in the normaliser).
 
+Data parallel (`accelerate launch`): TRL's sampler gives each process its own episodes, each group
+whole on one process. Rewards are gathered, so the advantages (batch-wide scaling too), the
+curriculum and zero-advantage-stop decisions, the logged metrics and the rollouts file are those of
+the whole batch and the same on every process; each process's rows are topped up to the same count
+because TRL's loss gathers per-row values. In one process the gathers return their input unchanged.
+
 Reading of the paper's "batch 32, group 8": 32 trajectories per optimiser step = 4 episodes x 8
 sampled rollouts each; every trajectory contributes all its turns to that one step.
 
@@ -46,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 from trl.models import utils as trl_model_utils
@@ -327,9 +334,12 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         ]
         for trajectory in trajectories:
             score_trajectory(self.scorer, trajectory)
-        rewards = [trajectory.reward for trajectory in trajectories]
+        # Group statistics and decisions over every process's trajectories (in process order), as TRL does.
+        rewards = gather_object([trajectory.reward for trajectory in trajectories])
         advantages, zero_spread_groups = group_advantages(rewards, group_size, self.scale_rewards)
-        for trajectory, advantage in zip(trajectories, advantages, strict=True):
+        first = self.accelerator.process_index * len(trajectories)  # every process has as many trajectories
+        local_advantages = advantages[first : first + len(trajectories)]
+        for trajectory, advantage in zip(trajectories, local_advantages, strict=True):
             trajectory.advantage = advantage
         self.last_trajectories = trajectories
 
@@ -339,11 +349,10 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             if self._can_skip_zero_advantage
             else samples
         )
-        inert_rows = 0
+        rows = max(gather_object([len(trained)]))  # TRL gathers per-row values: as many rows on every process
         if mode == "train":  # at least one row per accumulation chunk, and no remainder for TRL to drop
-            inert_rows = max(
-                self.args.steps_per_generation - len(trained), -len(trained) % self.args.steps_per_generation
-            )
+            rows = max(self.args.steps_per_generation, rows + -rows % self.args.steps_per_generation)
+        inert_rows = rows - len(trained)
         batch = self._samples_to_tensors(trained, inert_rows, loss_tokens=self._loss_token_count(samples))
 
         if mode == "train":
@@ -352,11 +361,11 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             ]
             self.zero_advantage_stop.record_batch(all(zero_spread_groups))
             self.curriculum.observe(group_rewards, step=step + 1)
-        self._record_metrics(mode, trajectories, samples, zero_spread_groups, difficulty)
+        self._record_metrics(mode, trajectories, samples, rewards, zero_spread_groups, difficulty)
         started = time.perf_counter()
         self._add_logps(batch, mode)
         self._metrics[mode]["timing/logps_s"].append(time.perf_counter() - started)
-        if self.log_rollouts and mode == "train" and self.accelerator.is_main_process:
+        if self.log_rollouts and mode == "train":
             self._write_rollouts(step + 1, difficulty, trajectories)
         return {
             key: value.to(device) if isinstance(value, torch.Tensor) else value
@@ -483,31 +492,45 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         if need_ref:
             batch["ref_per_token_logps"] = reference
         mask = batch["completion_mask"].to(device).float()
-        if measure_kl and policy is not None and reference is not None and mask.sum() > 0:
+        if measure_kl and policy is not None and reference is not None:
             delta = reference - policy
             per_token_kl = torch.exp(delta) - delta - 1
-            self._metrics[mode]["kl"].append(((per_token_kl * mask).sum() / mask.sum().clamp(min=1.0)).item())
+            totals = torch.stack([(per_token_kl * mask).sum(), mask.sum()])
+            kl_sum, tokens = self.accelerator.gather(totals).view(-1, 2).sum(dim=0)
+            if tokens > 0:  # the token mean over every process's batch
+                self._metrics[mode]["kl"].append((kl_sum / tokens).item())
 
     def _record_metrics(
         self,
         mode: str,
         trajectories: list[TrajectoryRecord],
         samples: list[TurnSample],
+        all_rewards: list[float],
         zero_spread_groups: list[bool],
         difficulty: str,
     ) -> None:
+        """Log the statistics of every process's batch (gathered, as TRL does), so all processes log the same."""
         metrics = self._metrics[mode]
-        rewards = torch.tensor([trajectory.reward for trajectory in trajectories])
-        lengths = torch.tensor([len(sample.completion_ids) for sample in samples], dtype=torch.float32)
+        rewards = torch.tensor(all_rewards)
+        lengths = torch.tensor(
+            gather_object([len(sample.completion_ids) for sample in samples]), dtype=torch.float32
+        )
         eos_ids = set(self.eos_token_ids) | {self._tokenizer.pad_token_id}
-        clipped = [
-            bool(sample.completion_ids) and sample.completion_ids[-1] not in eos_ids for sample in samples
-        ]
-        notes_turns = [
-            turn for trajectory in trajectories for turn in trajectory.rollout.turns if turn.kind == "notes"
-        ]
+        clipped = gather_object(
+            [bool(sample.completion_ids) and sample.completion_ids[-1] not in eos_ids for sample in samples]
+        )
+        notes_truncated = gather_object(
+            [
+                turn.truncated_chars > 0
+                for trajectory in trajectories
+                for turn in trajectory.rollout.turns
+                if turn.kind == "notes"
+            ]
+        )
         successes = [reward >= self.curriculum.success_reward - 1e-9 for reward in rewards.tolist()]
-        tokens = sum(len(sample.prompt_ids) + len(sample.completion_ids) for sample in samples)
+        tokens = sum(
+            gather_object([sum(len(sample.prompt_ids) + len(sample.completion_ids) for sample in samples)])
+        )
         if mode == "train":
             self.state.num_input_tokens_seen += tokens
         metrics["num_tokens"] = [self.state.num_input_tokens_seen]
@@ -521,18 +544,20 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         metrics["completions/min_length"].append(lengths.min().item())
         metrics["completions/max_length"].append(lengths.max().item())
         metrics["completions/clipped_ratio"].append(sum(clipped) / max(1, len(clipped)))
-        metrics["turns_per_trajectory"].append(len(samples) / max(1, len(trajectories)))
-        metrics["notes_truncation_rate"].append(
-            sum(turn.truncated_chars > 0 for turn in notes_turns) / max(1, len(notes_turns))
-        )
+        metrics["turns_per_trajectory"].append(len(lengths) / max(1, len(rewards)))
+        metrics["notes_truncation_rate"].append(sum(notes_truncated) / max(1, len(notes_truncated)))
         metrics["curriculum/level"].append(float(difficulty_level(difficulty)))
 
     def _write_rollouts(self, step: int, difficulty: str, trajectories: list[TrajectoryRecord]) -> None:
+        """Append every process's rollouts to the run's rollouts file (written by the main process)."""
+        records = gather_object([rollout_record(step, difficulty, trajectory) for trajectory in trajectories])
+        if not self.accelerator.is_main_process:
+            return
         path = Path(self.args.output_dir) / ROLLOUTS_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as handle:
-            for trajectory in trajectories:
-                handle.write(json.dumps(rollout_record(step, difficulty, trajectory)) + "\n")
+            for record in records:
+                handle.write(json.dumps(record) + "\n")
 
     # -- checkpoints carry the curriculum and the stop counter
 

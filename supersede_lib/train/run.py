@@ -234,10 +234,6 @@ def build_trainer(
         raise ValueError(
             "TrainingConfig.curriculum='adaptive' needs procedural episodes; a fixed pool was given"
         )
-    if episodes is not None and len(episodes) < config.episodes_per_step:
-        raise ValueError(
-            f"{len(episodes)} episodes given but episodes_per_step={config.episodes_per_step} distinct ones per step"
-        )
     trl_base = SupersedeGRPOTrainer.__mro__[1]
     if trl_base.__module__ != "trl.trainer.grpo_trainer":
         raise RuntimeError(
@@ -251,7 +247,6 @@ def build_trainer(
     random.seed(seed)
     run_dir = run_dir_for(config, seed)
     run_dir.mkdir(parents=True, exist_ok=True)
-    model, tokenizer, peft_config = load_policy(config, seed)
     on_cuda = torch.cuda.is_available()
     precision = mixed_precision()
     gradient_checkpointing = config.gradient_checkpointing
@@ -285,7 +280,15 @@ def build_trainer(
         disable_tqdm=config.disable_tqdm,
         dataloader_num_workers=0,
     )
-    slot_count = len(episodes) if episodes is not None else config.episodes_per_step
+    # Each process trains on its own episodes_per_step episodes; TRL's sampler hands them out.
+    slots_per_step = config.episodes_per_step * args.world_size
+    if episodes is not None and len(episodes) < slots_per_step:
+        raise ValueError(
+            f"{len(episodes)} episodes given but episodes_per_step={config.episodes_per_step} x "
+            f"{args.world_size} process(es) = {slots_per_step} distinct ones per step"
+        )
+    model, tokenizer, peft_config = load_policy(config, seed)
+    slot_count = len(episodes) if episodes is not None else slots_per_step
     dataset = Dataset.from_list(
         [
             {"prompt": [{"role": "user", "content": f"episode slot {slot}"}], "slot": slot}
