@@ -20,6 +20,7 @@ from supersede_lib.data import synthetic  # noqa: E402
 from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
 from supersede_lib.eval.matcher import score_answer, score_episode_answer  # noqa: E402
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
 from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
@@ -296,10 +297,18 @@ def test_training_stops_after_consecutive_zero_advantage_batches(
     assert metrics["zero_advantage_fraction"].tolist() == [1.0, 1.0]
 
 
-def test_the_loss_sees_exactly_the_rollout_core_prompts(tiny_model_path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("prompt_variant", [DEFAULT_PROMPT_VARIANT, "v10_line_edits_loose_answer"])
+def test_the_loss_sees_exactly_the_rollout_core_prompts(
+    tiny_model_path: Path, tmp_path: Path, prompt_variant: str
+) -> None:
     pool = [_hand_episode(3, index) for index in range(2)]
     config = _config(
-        tiny_model_path, tmp_path, max_steps=1, episode_overrides={}, skip_zero_advantage_rows=False
+        tiny_model_path,
+        tmp_path,
+        max_steps=1,
+        episode_overrides={},
+        skip_zero_advantage_rows=False,
+        prompt_variant=prompt_variant,
     )
     trainer = build_trainer(config, seed=0, episodes=pool, scorer=_varied_scorer)
     captured: list[dict] = []
@@ -345,7 +354,10 @@ def test_the_loss_sees_exactly_the_rollout_core_prompts(tiny_model_path: Path, t
             assert all(session.turns[0].content not in text for session in trajectory.episode.sessions)
 
     for trajectory in trajectories:  # the recorded prompts are what a fresh rollout core would build
-        replay = BoundedMemoryRollout(trajectory.episode, config.notes_budget_chars)
+        replay = BoundedMemoryRollout(
+            trajectory.episode, config.notes_budget_chars, prompt_variant=prompt_variant
+        )
+        assert trajectory.rollout.prompt_variant == prompt_variant
         for turn in trajectory.rollout.turns:
             assert replay.current_messages() == turn.messages
             replay.step(turn.reply)

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("trl")
 
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
 from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.studies import transfer as transfer_study  # noqa: E402
@@ -51,6 +52,20 @@ def test_each_curriculum_arm_gets_its_own_ignored_run_folder(monkeypatch, tmp_pa
     assert fixed.replace(curriculum="adaptive", output_dir=adaptive.output_dir) == adaptive
     gitignore = (profiles.REPO_ROOT / ".gitignore").read_text()
     assert "outputs/*/06_grpo_training/runs/" in gitignore  # adapters are never committed
+
+
+def test_training_asks_the_policy_with_the_profile_prompt_unless_overridden() -> None:
+    profile = validate_profile(
+        {"name": "unit", "model": {}, "prompt_variant": "v9_line_edits", "training": {"preset": "smoke"}},
+        "unit.yaml",
+    )
+    assert training_study.training_config_for(profile, "fixed").prompt_variant == "v9_line_edits"
+    assert _profile().prompt_variant == DEFAULT_PROMPT_VARIANT
+    assert training_study.training_config_for(_profile(), "fixed").prompt_variant == DEFAULT_PROMPT_VARIANT
+    pinned = _profile(overrides={"prompt_variant": "v1_no_example"})
+    assert training_study.training_config_for(pinned, "fixed").prompt_variant == "v1_no_example"
+    with pytest.raises(profiles.ProfileError, match="prompt_variant"):
+        validate_profile({"name": "unit", "model": {}, "prompt_variant": "v99"}, "unit.yaml")
 
 
 def test_every_profile_names_a_valid_training_block() -> None:
@@ -199,6 +214,9 @@ def test_transfer_evaluates_base_and_every_checkpoint(tiny_study) -> None:
     summary = json.loads((root / "smoke" / "07_transfer_eval" / "summary.json").read_text())
     assert all(adapter["differs_only_by_adapter"] for adapter in summary["adapters"].values())
     assert (result.output_dir / "table3_transfer.md").read_text().startswith("| checkpoint |")
+    rows = pd.concat(pd.read_csv(path) for path in result.output_dir.glob("*.csv") if "__" in path.name)
+    # every checkpoint is asked with the prompt its adapter was trained with
+    assert set(rows["prompt_variant"]) == {training_study.training_config_for(profile, "fixed").prompt_variant}
     assert "not distinguishable" in transfer_study.transfer_summary_line(result) or "p < 0.05" in (
         transfer_study.transfer_summary_line(result)
     )

@@ -63,11 +63,11 @@ def runs_root(profile: Profile) -> Path:
 
 
 def training_config_for(profile: Profile, curriculum: str) -> TrainingConfig:
-    """The `TrainingConfig` of one curriculum arm: the preset, the profile's overrides, its run folder."""
+    """The `TrainingConfig` of one curriculum arm: the preset, the profile's prompt and overrides, its run folder."""
     block: TrainingBlock = profile.require("training")
     return TrainingConfig.preset(
         block.preset,
-        **block.overrides,
+        **{"prompt_variant": profile.prompt_variant, **block.overrides},
         curriculum=curriculum,
         output_dir=str(runs_root(profile) / curriculum),
     )

@@ -111,13 +111,13 @@ def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
 
 
 def _evaluate(
-    model: Any, episodes: list, directory: Path, run_name: str, budget: int, progress: bool
+    model: Any, episodes: list, directory: Path, run_name: str, settings: RunSettings, progress: bool
 ) -> pd.DataFrame:
     return run_condition(
         episodes,
         "bounded_memory",
         model,
-        RunSettings(notes_budget_chars=budget, concurrency=1),  # one local model: calls would only queue
+        settings,
         output_dir=directory,
         run_name=run_name,
         progress=progress,
@@ -285,6 +285,13 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
         )
     episodes = load_episodes(block.episodes)
     budget = block.notes_budget_chars or runs[0].config.notes_budget_chars
+    variants = {run.config.prompt_variant for run in runs}
+    if len(variants) != 1:
+        raise ValueError(
+            f"training runs of profile {profile.name!r} used different prompt variants: {sorted(variants)}"
+        )
+    # the prompt the adapters were trained with; one local model, so concurrent calls would only queue
+    settings = RunSettings(notes_budget_chars=budget, concurrency=1, prompt_variant=variants.pop())
     cache = profiles.cache_path(profile)
 
     base = HFChatModel(base_path)
@@ -292,7 +299,9 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
     raw = TransferRuns(profile, runs, base_path, base.base_fingerprint(), budget, len(episodes))
     raw.add(
         "base",
-        _evaluate(CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", budget, progress),
+        _evaluate(
+            CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", settings, progress
+        ),
     )
     release_model(base)
     for run in runs:
@@ -310,7 +319,7 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
                 episodes,
                 directory,
                 run_name,
-                budget,
+                settings,
                 progress,
             )
             raw.add(run_name, frame, run.curriculum, run.seed, step)

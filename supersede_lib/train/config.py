@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
@@ -67,6 +68,7 @@ class TrainingConfig:
     difficulty: str = "medium"
     episode_overrides: dict[str, Any] = field(default_factory=dict)
     notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS
+    prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how the policy is asked (prompts.PROMPT_VARIANTS)
     stale_penalty_weight: float = 1.0
     # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
     curriculum: str = "fixed"

@@ -60,6 +60,7 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import Score, score_episode_answer
+from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
@@ -269,6 +270,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         curriculum: Curriculum,
         zero_advantage_stop: ZeroAdvantageStop,
         notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
+        prompt_variant: str = DEFAULT_PROMPT_VARIANT,
         kl_log_every: int = 1,
         skip_zero_advantage_rows: bool = True,
         log_rollouts: bool = True,
@@ -281,6 +283,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.curriculum = curriculum
         self.zero_advantage_stop = zero_advantage_stop
         self.notes_budget_chars = notes_budget_chars
+        self.prompt_variant = prompt_variant
         self.kl_log_every = kl_log_every
         self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.log_rollouts = log_rollouts
@@ -324,7 +327,10 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         for slot in slots:
             if slot not in episodes:
                 episodes[slot] = self.episode_source.episode(slot, step, difficulty)
-        rollouts = [BoundedMemoryRollout(episodes[slot], self.notes_budget_chars) for slot in slots]
+        rollouts = [
+            BoundedMemoryRollout(episodes[slot], self.notes_budget_chars, prompt_variant=self.prompt_variant)
+            for slot in slots
+        ]
         started = time.perf_counter()
         turn_tokens = self._run_rollouts(rollouts)
         self._metrics[mode]["timing/rollouts_s"].append(time.perf_counter() - started)

@@ -321,6 +321,7 @@ def build_trainer(
         curriculum=curriculum,
         zero_advantage_stop=stop,
         notes_budget_chars=config.notes_budget_chars,
+        prompt_variant=config.prompt_variant,
         kl_log_every=config.kl_log_every,
         skip_zero_advantage_rows=config.skip_zero_advantage_rows,
         log_rollouts=config.log_rollouts,
