@@ -128,6 +128,11 @@ def test_hand_written_cases(answer, gold, stale, verdict) -> None:
         ("I don't know, maybe four.", "wrong", "asserts_value"),
         ("You tried four. I don't know more than that.", "wrong", "asserts_value"),
         ("I don't know; you might have tried three.", "stale", "asserts_value"),
+        # a claim beside the "not sure" in the same sentence is no abstention (SmolLM2 answers)
+        ("Elena's going to eat buttermilk, but I'm not sure what to recommend.", "wrong", "asserts_value"),
+        ("The user's message is: \"I'm not sure if I have enough chickens.\"", "wrong", "asserts_value"),
+        ("Answer: I don't know.", "correct", ""),
+        ("I don't know where you ate, but I can note it if you tell me.", "correct", ""),
         ("", "wrong", "empty"),
     ],
 )

@@ -216,7 +216,9 @@ def test_transfer_evaluates_base_and_every_checkpoint(tiny_study) -> None:
     assert (result.output_dir / "table3_transfer.md").read_text().startswith("| checkpoint |")
     rows = pd.concat(pd.read_csv(path) for path in result.output_dir.glob("*.csv") if "__" in path.name)
     # every checkpoint is asked with the prompt its adapter was trained with
-    assert set(rows["prompt_variant"]) == {training_study.training_config_for(profile, "fixed").prompt_variant}
+    assert set(rows["prompt_variant"]) == {
+        training_study.training_config_for(profile, "fixed").prompt_variant
+    }
     assert "not distinguishable" in transfer_study.transfer_summary_line(result) or "p < 0.05" in (
         transfer_study.transfer_summary_line(result)
     )

@@ -169,6 +169,8 @@ _UNKNOWN = re.compile(
 )
 
 _SENTENCE_END = re.compile(r"[.!?\n]+")
+# Inside a sentence, a claim can sit beside the "not sure": "Elena eats buttermilk, but I'm not sure".
+_CLAUSE_BREAK = re.compile(r"[;:]|\s(?=but\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -670,16 +672,19 @@ def _values(values: Sequence[str], field: str) -> list[str]:
 def _abstains(answer: str, text: AnalysedText) -> bool:
     """An abstention answer: says the information is unavailable and asserts nothing else.
 
-    Every sentence must say unknown, refer to what was said ("you mentioned X but not Y"), be an
-    offer ("If you tell me ..."), or carry no content word ("Sorry!"); and no guess may follow
+    Every sentence, and every clause of it split at "but", ":" or ";", must say unknown, refer to
+    what was said ("you mentioned X but not Y"), be an offer ("If you tell me ..."), or carry no content word ("Sorry!"); and no guess may follow
     ("I don't know, maybe Paris" and "You live in Austin. I don't know." are not abstentions).
     """
     if not says_unknown(answer) or _GUESS_MARKERS.search(" ".join(text.words)):
         return False
-    for sentence in _SENTENCE_END.split(answer):
-        words = analyse(sentence).words
-        if not content_stems(words) or says_unknown(sentence):
+    for clause in (
+        part for sentence in _SENTENCE_END.split(answer) for part in _CLAUSE_BREAK.split(sentence)
+    ):
+        words = analyse(clause).words
+        if not content_stems(words) or says_unknown(clause):
             continue
+        words = words[1:] if words and words[0] == "but" else words
         if _REFERENCE_WORDS.intersection(words):
             continue
         if any(words[: len(opening)] == opening for opening in _OFFER_OPENINGS):
