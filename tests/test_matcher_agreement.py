@@ -31,7 +31,7 @@ def graded() -> pd.DataFrame:
 def test_labelled_set_is_well_formed(graded) -> None:
     assert graded["id"].is_unique
     assert set(graded["label"]) <= set(VERDICTS)
-    assert len(graded) >= 165
+    assert len(graded) >= 300  # the validity issue asks for at least 300 real answers
 
 
 def test_matcher_agrees_with_the_human_labels(graded) -> None:
