@@ -490,3 +490,14 @@ def test_a_study_collects_and_prints_the_warnings_of_its_runs(tmp_path: Path, ca
     run_condition([_city_episode(0)], "bounded_memory", CutsEveryReply(), RunSettings(), output_dir=tmp_path)
     warnings = common.study_warnings(tmp_path)
     assert len(warnings) == 1 and "cutting-model" in warnings[0] and "4 of 4 calls were cut" in warnings[0]
+
+
+def test_memory_tables_show_shares_as_percent_and_keep_numbers_in_csv(tmp_path) -> None:
+    import pandas as pd
+
+    from supersede_lib.studies.common import shares_as_percent, write_table
+
+    frame = pd.DataFrame({"model": ["m"], "changed_share": [0.8313], "empty_share": [float("nan")]})
+    write_table(tmp_path, "memory_metrics", frame, "note", shown=shares_as_percent(frame))
+    assert "| m | 83% |  |" in (tmp_path / "memory_metrics.md").read_text()
+    assert pd.read_csv(tmp_path / "memory_metrics.csv")["changed_share"].tolist() == [0.8313]

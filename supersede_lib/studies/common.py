@@ -219,9 +219,14 @@ def study_warnings(directory: Path) -> list[str]:
     return warnings
 
 
-def write_table(directory: Path, name: str, frame: pd.DataFrame, note: str = "") -> str:
-    """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name."""
-    text = markdown_table(frame) + (f"\n{note}\n" if note else "")
+def write_table(
+    directory: Path, name: str, frame: pd.DataFrame, note: str = "", shown: pd.DataFrame | None = None
+) -> str:
+    """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name.
+
+    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages).
+    """
+    text = markdown_table(frame if shown is None else shown) + (f"\n{note}\n" if note else "")
     (directory / f"{name}.md").write_text(text, encoding="utf-8")
     frame.to_csv(directory / f"{name}.csv", index=False)
     return f"{name}.md"
@@ -374,6 +379,14 @@ MEMORY_NOTE = (
     "rewrites the cap cut; echo_share = trajectories whose notes copied a prompt's worked example; "
     "holds_current_share / holds_stale_share = trajectories whose final notes held the current / a stale value."
 )
+
+
+def shares_as_percent(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy whose `*_share` columns read "83%" (missing values stay blank): for Markdown tables."""
+    shown = frame.copy()
+    for column in [name for name in shown.columns if str(name).endswith("_share")]:
+        shown[column] = [f"{value:.0%}" if pd.notna(value) else "" for value in shown[column]]
+    return shown
 
 
 def memory_row(model: str, condition: str, trajectories: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from supersede_lib.studies.common import (
     percent,
     record_summary,
     release_model,
+    shares_as_percent,
     write_failures,
     write_table,
 )
@@ -170,15 +171,11 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
     result.accuracy.to_csv(directory / "accuracy.csv", index=False)
     mcnemar = pd.DataFrame([{"model": comparison.model, **comparison.mcnemar} for comparison in comparisons])
     mcnemar.to_csv(directory / "mcnemar.csv", index=False)
+    memory = pd.concat([comparison.memory for comparison in comparisons], ignore_index=True)
     tables = [
         write_table(directory, "table1_frontier", result.table),
         write_failures(directory, result.failures, counts),
-        write_table(
-            directory,
-            "memory_metrics",
-            pd.concat([comparison.memory for comparison in comparisons], ignore_index=True),
-            MEMORY_NOTE,
-        ),
+        write_table(directory, "memory_metrics", memory, MEMORY_NOTE, shown=shares_as_percent(memory)),
     ]
     figure = plots.accuracy_by_model_figure(
         result.accuracy,

@@ -134,7 +134,15 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
     (directory / "mcnemar.json").write_text(json.dumps(comparison.mcnemar, indent=2) + "\n", encoding="utf-8")
     comparison.per_question.to_csv(directory / "per_question.csv", index=False)
     tables.append(common.write_failures(directory, comparison.failures, counts))
-    tables.append(common.write_table(directory, "memory_metrics", comparison.memory, common.MEMORY_NOTE))
+    tables.append(
+        common.write_table(
+            directory,
+            "memory_metrics",
+            comparison.memory,
+            common.MEMORY_NOTE,
+            shown=common.shares_as_percent(comparison.memory),
+        )
+    )
     result.examples.to_csv(directory / "examples_full_right_bounded_wrong.csv", index=False)
 
     ours_title = f"ours: {result.model}\n{result.data_label}, {profile.name}, n={result.n}"

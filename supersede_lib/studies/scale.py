@@ -38,6 +38,7 @@ from supersede_lib.studies.common import (
     paper_label,
     percent,
     record_summary,
+    shares_as_percent,
     write_failures,
     write_table,
 )
@@ -285,7 +286,9 @@ def write_scale(result: ScaleResult, directory: Path | None = None) -> ScaleResu
             directory, "table2_scale", result.table, "Graded by the programmatic matcher in every condition."
         ),
         write_failures(directory, result.failures, counts),
-        write_table(directory, "memory_metrics", result.memory, MEMORY_NOTE),
+        write_table(
+            directory, "memory_metrics", result.memory, MEMORY_NOTE, shown=shares_as_percent(result.memory)
+        ),
     ]
     ours_plot = accuracy.assign(
         condition=[
