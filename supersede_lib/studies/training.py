@@ -4,6 +4,8 @@
 profile's `training:` block, through `supersede_lib.train`; an interrupted run resumes, a finished
 one is read back) → `analyse_training` (per-step metrics, one row per run, the paper's facts beside
 ours) → `write_training` (copied run files, tables, Figure 4a, summary.json).
+`python -m supersede_lib.train --profile P` runs `train_runs` from a shell, data-parallel under
+`accelerate launch`; 06 then reads the finished runs back.
 
 Run directories (adapters, optimiser state) live under `outputs/<profile>/06_grpo_training/runs/`,
 which git ignores. The small result files (metrics, rollouts, run summaries, tables, figures) are
@@ -118,6 +120,11 @@ class TrainedRun:
         return run_label(self.curriculum, self.seed)
 
     @property
+    def trajectories_per_step(self) -> int:
+        """Trajectories per optimiser step over all the processes that trained the run."""
+        return self.config.trajectories_per_step * self.result.processes
+
+    @property
     def checkpoints(self) -> list[tuple[int, Path]]:
         return list_checkpoints(run_dir_for(self.config, self.seed))
 
@@ -174,7 +181,7 @@ def runs_table(runs: Sequence[TrainedRun], metrics: pd.DataFrame) -> pd.DataFram
                 "run": run.label,
                 "steps": run.result.final_step,
                 "stopped by": run.result.stop_reason,
-                "trajectories": run.result.final_step * run.config.trajectories_per_step,
+                "trajectories": run.result.final_step * run.trajectories_per_step,
                 f"reward, first {window} steps": _edge_mean(frame["reward"], window, last=False),
                 f"reward, last {window} steps": _edge_mean(frame["reward"], window, last=True),
                 "zero-advantage steps": int((frame["zero_advantage_fraction"] >= 1.0).sum()),
@@ -226,12 +233,21 @@ def _span(values: Sequence[float]) -> str:
     return f"{np.mean(finite):.2f} (runs: {', '.join(f'{value:.2f}' for value in finite)})"
 
 
-def train_runs(profile: str | Profile, *, seeds: Sequence[int] | None = None) -> list[TrainedRun]:
-    """Train (or resume, or read back) one run per (curriculum, seed) of the profile's `training:` block."""
+def train_runs(
+    profile: str | Profile,
+    *,
+    seeds: Sequence[int] | None = None,
+    curricula: Sequence[str] | None = None,
+) -> list[TrainedRun]:
+    """Train (or resume, or read back) one run per (curriculum, seed) of the profile's `training:` block.
+
+    `seeds` and `curricula` pick other ones (default: the block's). Under a data-parallel launch
+    (`python -m supersede_lib.train`) every process calls this and trains the same runs together.
+    """
     profile = profiles.as_profile(profile)
     block: TrainingBlock = profile.require("training")
     runs = []
-    for curriculum in block.curricula:
+    for curriculum in curricula if curricula is not None else block.curricula:
         config = training_config_for(profile, curriculum)
         for seed in seeds if seeds is not None else block.seeds:
             runs.append(TrainedRun(curriculum, seed, config, train(config, seed)))
@@ -269,7 +285,7 @@ def _training_numbers(result: TrainingStudyResult) -> list[dict]:
             "model": result.model,
             "data": training_data_label(run.config),
             "profile": result.profile.name,
-            "n": run.result.final_step * run.config.trajectories_per_step,
+            "n": run.result.final_step * run.trajectories_per_step,
         }
         numbers += [
             headline_number(f"{run.label} steps", run.result.final_step, **meta),
@@ -285,6 +301,16 @@ def _training_numbers(result: TrainingStudyResult) -> list[dict]:
     return numbers
 
 
+def _batch_label(run: TrainedRun) -> str:
+    """`32 trajectories per step (4 episodes x group 8)`, naming the processes of a data-parallel run."""
+    config, processes = run.config, run.result.processes
+    per_process = f" on each of {processes} processes" if processes > 1 else ""
+    return (
+        f"{run.trajectories_per_step} trajectories per step "
+        f"({config.episodes_per_step} episodes x group {config.num_generations}{per_process})"
+    )
+
+
 def write_training(result: TrainingStudyResult, directory: Path | None = None) -> TrainingStudyResult:
     """Copy the runs' small files, write the tables, Figure 4a and summary.json; returns `result`."""
     from supersede_lib.present import plots
@@ -293,15 +319,14 @@ def write_training(result: TrainingStudyResult, directory: Path | None = None) -
     directory = directory or profiles.output_dir(profile, NOTEBOOK_TRAINING)
     files = [name for run in runs for name in copy_run_files(run, directory)]
     result.metrics.to_csv(directory / "training_metrics.csv", index=False)
-    config = runs[0].config
     device = device_label()
+    batches = "; ".join(dict.fromkeys(_batch_label(run) for run in runs))
     tables = [
         write_table(
             directory,
             "training_runs",
             result.runs_table,
-            f"Model {model}; episodes: {data}; {config.trajectories_per_step} trajectories per step "
-            f"({config.episodes_per_step} episodes x group {config.num_generations}); device {device}.",
+            f"Model {model}; episodes: {data}; {batches}; device {device}.",
         ),
         write_table(
             directory,

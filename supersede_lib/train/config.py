@@ -52,6 +52,8 @@ class TrainingConfig:
     lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
     # GRPO (paper: lr 1e-5, batch 32 = 4 episodes x group 8)
     learning_rate: float = 1e-5
+    # Episodes per optimiser step ON EACH PROCESS: N data-parallel processes train on N x this many per
+    # step (the paper's 32 trajectories on 4 GPUs: episodes_per_step=1, gradient_accumulation_steps=4).
     episodes_per_step: int = 4
     num_generations: int = 8
     gradient_accumulation_steps: int = 8
@@ -114,6 +116,7 @@ class TrainingConfig:
 
     @property
     def trajectories_per_step(self) -> int:
+        """Trajectories per optimiser step on each process (times the process count under a launcher)."""
         return self.episodes_per_step * self.num_generations
 
     def replace(self, **changes: Any) -> TrainingConfig:

@@ -46,7 +46,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,31 @@ def _json_number(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+@contextmanager
+def _loads_onto_indexless_cpu(device: torch.device) -> Iterator[None]:
+    """Let `torch.load` map onto `device` when it is an indexed CPU device (`cpu:0`).
+
+    Data-parallel CPU processes (gloo) get `torch.device("cpu", 0)` from accelerate, and the Trainer
+    resumes their optimizer state with it as `map_location`, which torch cannot restore to; "cpu"
+    is the same place. Any other device (a GPU, the one-process CPU) loads unchanged.
+    """
+    if device.type != "cpu" or device.index is None:
+        yield
+        return
+    load = torch.load
+
+    def load_on_cpu(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("map_location") == device:
+            kwargs["map_location"] = "cpu"
+        return load(*args, **kwargs)
+
+    torch.load = load_on_cpu
+    try:
+        yield
+    finally:
+        torch.load = load
 
 
 # --------------------------------------------------------------------------- the reward
@@ -578,7 +604,8 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             (folder / STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def _load_optimizer_and_scheduler(self, checkpoint):  # noqa: ANN001 - Trainer signature
-        super()._load_optimizer_and_scheduler(checkpoint)
+        with _loads_onto_indexless_cpu(self.args.device):
+            super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None and (Path(checkpoint) / STATE_FILE).exists():
             state = json.loads((Path(checkpoint) / STATE_FILE).read_text())
             self.curriculum.load_state_dict(state["curriculum"])

@@ -2,6 +2,7 @@
 
 A run lives in `<output_dir>/seed-<seed>/`: checkpoints, the metrics and rollouts logs, the config
 it was started with (a resume under a changed config is refused) and, once finished, its summary.
+Under a data-parallel launch every process runs `train`; only the main process writes these files.
 Importing this module is cheap; torch, TRL and the trainer are imported when a run is built.
 """
 
@@ -42,6 +43,13 @@ from supersede_lib.train.config import (
     TrainingConfig,
 )
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource
+from supersede_lib.train.processes import (
+    is_main_process,
+    join_process_group,
+    local_rank,
+    process_count,
+    wait_for_everyone,
+)
 
 if TYPE_CHECKING:
     from transformers import TrainerCallback
@@ -49,6 +57,7 @@ if TYPE_CHECKING:
     from supersede_lib.train.grpo import SupersedeGRPOTrainer, TrajectoryScorer
 
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
+PROCESSES_KEY = "processes"  # in training_config.json of a data-parallel run
 
 
 # --------------------------------------------------------------------------- model loading
@@ -60,6 +69,13 @@ def resolve_model_source(config: TrainingConfig) -> tuple[str, str | None]:
         cache = Path(os.environ.get(GGUF_CACHE_ENV) or DEFAULT_GGUF_CACHE)
         return str(build_tiny_model(cache / TINY_MODEL)), None
     return split_gguf_path(config.model_name_or_path, config.gguf_file)
+
+
+def prepare_model_files(config: TrainingConfig) -> None:
+    """Build the tiny model or dequantise a GGUF file into its cache folder, if the policy needs one."""
+    source, gguf_file = resolve_model_source(config)
+    if gguf_file is not None:
+        materialize_gguf(source, gguf_file)
 
 
 def resolve_base_model(config: TrainingConfig) -> str:
@@ -115,12 +131,16 @@ def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
 
         if gguf_file is not None:
             source = str(materialize_gguf(source, gguf_file))
+        placement = {}
+        if process_count() > 1:  # data parallel: each process holds its whole replica on its own GPU
+            placement["device_map"] = {"": local_rank()}
         # Unsloth loads fp16 where the GPU has no bf16 units; say so explicitly, matching `mixed_precision`.
         model, tokenizer = FastLanguageModel.from_pretrained(
             model_name=source,
             max_seq_length=config.max_seq_length,
             dtype=torch.bfloat16 if mixed_precision() == "bf16" else torch.float16,
             load_in_4bit=config.load_in_4bit,
+            **placement,
         )
         model = FastLanguageModel.get_peft_model(
             model,
@@ -164,12 +184,15 @@ class TrainingResult:
     curriculum_history: list[dict[str, Any]]
     wall_time_s: float
     seconds_per_step: float
+    processes: int = 1  # data-parallel processes; each step trained on processes x trajectories_per_step
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
         record["output_dir"] = str(self.output_dir)
         record["metrics_path"] = str(self.metrics_path)
         record["checkpoints"] = [[step, str(path)] for step, path in self.checkpoints]
+        if self.processes == 1:  # written only for a data-parallel run; a summary without it reads as 1
+            del record["processes"]
         return record
 
 
@@ -178,8 +201,11 @@ def run_dir_for(config: TrainingConfig, seed: int) -> Path:
     return Path(config.output_dir) / f"seed-{seed}"
 
 
-def _config_record(config: TrainingConfig, seed: int) -> dict[str, Any]:
-    return json.loads(json.dumps({**dataclasses.asdict(config), "seed": seed}, default=str))
+def _config_record(config: TrainingConfig, seed: int, processes: int = 1) -> dict[str, Any]:
+    record = {**dataclasses.asdict(config), "seed": seed}
+    if processes > 1:  # a data-parallel run: its batches and episodes depend on the process count
+        record[PROCESSES_KEY] = processes
+    return json.loads(json.dumps(record, default=str))
 
 
 def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
@@ -187,6 +213,7 @@ def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
 
     A resumed or already finished run is only the same experiment when everything that shapes
     learning matches; `max_steps` and `save_steps` may grow (to train on), and output paths may move.
+    The process count is checked by `train` only when it trains on: a finished run reads back anywhere.
     """
     path = run_dir / CONFIG_FILE
     if not path.exists():
@@ -196,7 +223,7 @@ def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
     differing = sorted(
         key
         for key in saved.keys() | current.keys()
-        if key not in CONFIG_FIELDS_FREE_ON_RESUME and saved.get(key) != current.get(key)
+        if key not in CONFIG_FIELDS_FREE_ON_RESUME | {PROCESSES_KEY} and saved.get(key) != current.get(key)
     )
     if differing:
         changes = ", ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in differing)
@@ -204,6 +231,23 @@ def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
             f"{run_dir} was started with a different training config ({changes}); "
             "use another output_dir, or delete the run (train.run.remove_run) to start over"
         )
+
+
+def check_run_processes(run_dir: Path, processes: int, checkpoint_step: int) -> None:
+    """Refuse to resume a run under another process count: each step's batch and episodes depend on it."""
+    path = run_dir / CONFIG_FILE
+    started = json.loads(path.read_text()).get(PROCESSES_KEY, 1) if path.exists() else 1
+    if started == processes:
+        return
+    how = (
+        "in one process (notebook 06, or `python -m supersede_lib.train ...`)"
+        if started == 1
+        else f"with `accelerate launch --num_processes {started} -m supersede_lib.train ...`"
+    )
+    raise ValueError(
+        f"{run_dir} was trained by {started} process(es) up to checkpoint {checkpoint_step}, this is "
+        f"{processes}: resume it {how}, since each step's batch and episodes depend on the process count"
+    )
 
 
 def build_trainer(
@@ -275,6 +319,8 @@ def build_trainer(
         fp16=precision == "fp16",
         use_cpu=not on_cuda,
         gradient_checkpointing=gradient_checkpointing,
+        # data parallel: every LoRA weight is in every forward pass (None: one process, no DDP wrapper)
+        ddp_find_unused_parameters=False if process_count() > 1 else None,
         remove_unused_columns=False,
         log_completions=False,
         disable_tqdm=config.disable_tqdm,
@@ -358,9 +404,13 @@ def train(
     With `resume=True` an interrupted run continues from its last checkpoint (step count, optimizer,
     curriculum and stop counter included); a finished run is not retrained. `resume=False` on a
     directory that already holds checkpoints raises instead of mixing two runs.
+
+    Under a data-parallel launch every process calls this: all read the run folder, the main
+    process alone writes it (the others wait), and all return the same result.
     """
     import torch
 
+    processes = join_process_group()
     run_dir = run_dir_for(config, seed)
     existing = list_checkpoints(run_dir)
     summary_path = run_dir / SUMMARY_FILE
@@ -370,18 +420,25 @@ def train(
         )
     if resume:
         check_run_config(run_dir, config, seed)
-    if resume and summary_path.exists():
-        finished = read_run_summary(summary_path)
-        if finished.stop_reason == "zero_advantage" or finished.final_step >= config.max_steps:
+        finished = finished_run(config, seed)
+        if finished is not None:
             return finished
     resume_from = existing[-1] if (resume and existing) else None
-    for name in (METRICS_FILE, ROLLOUTS_FILE):
-        if resume_from is not None:
-            _truncate_jsonl(run_dir / name, resume_from[0])
-        elif (run_dir / name).exists():
-            (run_dir / name).unlink()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / CONFIG_FILE).write_text(json.dumps(_config_record(config, seed), indent=2) + "\n")
+    if resume_from is not None:
+        check_run_processes(run_dir, processes, resume_from[0])
+    wait_for_everyone()  # every process has read the folder before the main process changes it
+    if is_main_process():
+        for name in (METRICS_FILE, ROLLOUTS_FILE):
+            if resume_from is not None:
+                _truncate_jsonl(run_dir / name, resume_from[0])
+            elif (run_dir / name).exists():
+                (run_dir / name).unlink()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        record = _config_record(config, seed, processes)
+        (run_dir / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        if processes > 1:  # once, before the others load it: they would all write the same cache folder
+            prepare_model_files(config)
+    wait_for_everyone()
     trainer = build_trainer(
         config, seed, episodes=episodes, scorer=scorer, next_difficulty=next_difficulty, callbacks=callbacks
     )
@@ -390,6 +447,7 @@ def train(
     try:
         trainer.train(resume_from_checkpoint=str(resume_from[1]) if resume_from else None)
         wall = time.perf_counter() - started
+        wait_for_everyone()  # the last checkpoint is complete (each process saves its RNG state) before listing
         final_step = trainer.state.global_step
         stopped = trainer.zero_advantage_stop.stopped_at_step is not None
         result = TrainingResult(
@@ -403,14 +461,28 @@ def train(
             curriculum_history=list(trainer.curriculum.history),
             wall_time_s=wall,
             seconds_per_step=wall / max(1, final_step - start_step),
+            processes=processes,
         )
     finally:
         del trainer
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    summary_path.write_text(json.dumps(result.to_dict(), indent=2))
+    if is_main_process():
+        summary_path.write_text(json.dumps(result.to_dict(), indent=2))
+    wait_for_everyone()  # no process goes on (to the next run, or to read this one) before the summary exists
     return result
+
+
+def finished_run(config: TrainingConfig, seed: int) -> TrainingResult | None:
+    """The run's result when it has finished under `config` (stopped, or reached `max_steps`), else None."""
+    summary_path = run_dir_for(config, seed) / SUMMARY_FILE
+    if not summary_path.exists():
+        return None
+    finished = read_run_summary(summary_path)
+    if finished.stop_reason == "zero_advantage" or finished.final_step >= config.max_steps:
+        return finished
+    return None
 
 
 def read_run_summary(path: Path) -> TrainingResult:
