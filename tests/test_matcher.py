@@ -425,7 +425,10 @@ def test_reward_is_bounded_and_verdict_matches_flags(words, gold, weight, absten
         (True, True): "ambiguous",
         (False, False): "wrong",
     }
-    assert score.verdict == expected[(score.answered_current, score.asserted_stale)]
+    if score.reason == "hedged" and score.asserted_stale:
+        assert score.verdict == "ambiguous"  # a hedged list holding the gold and a stale value
+    else:
+        assert score.verdict == expected[(score.answered_current, score.asserted_stale)]
 
 
 @given(st.integers(min_value=0, max_value=10**9), st.integers(min_value=0, max_value=10**9))
@@ -787,3 +790,20 @@ def test_a_full_date_written_beside_a_weekday_answer_is_not_a_rival_weekday() ->
     assert score_answer("Wednesday or Sunday", gold, stale).verdict == "ambiguous"
     assert score_answer("Wednesday, maybe Friday", gold, stale).reward < 1
     assert score_answer("It was on Sunday, April 16, 2023.", gold, stale).verdict == "stale"
+
+
+def test_the_day_of_a_date_is_not_a_count() -> None:
+    # a 0.5B answered a count question with an echoed time stamp (offline 03); "04" is June's 4th
+    assert score_answer("2023/06/04 (Sun) 07:32", ["6", "six"], ["4", "four"]).verdict == "wrong"
+    assert score_answer("You tried 4 shops by 2023/06/06.", ["6"], ["4"]).verdict == "stale"
+    assert score_answer("On June 4 you had tried 6 shops.", ["6"], ["4"]).verdict == "correct"
+
+
+def test_a_hedged_list_of_current_and_stale_values_is_ambiguous_and_earns_nothing() -> None:
+    answer = "I have been spending my free time on calligraphy, group classes, salsa dancing, and reading."
+    score = score_answer(answer, ["salsa dancing"], ["calligraphy"])
+    assert (score.verdict, score.reason, score.answered_current) == ("ambiguous", "hedged", False)
+    assert score.reward == -1.0
+    assert (
+        score_answer("Paris, London or Berlin", ["Paris"]).verdict == "wrong"
+    )  # no stale value: a guess list

@@ -309,6 +309,14 @@ def _is_timestamp_weekday(text: AnalysedText, start: int, end: int) -> bool:
     )
 
 
+def _is_day_of_a_date(text: AnalysedText, start: int, end: int) -> bool:
+    """A bare number that is the day of a date ("2023/06/04", read as "2023 June 4"): not a count."""
+    if end - start != 1 or not text.words[start].isdigit() or int(text.words[start]) > 31:
+        return False
+    neighbours = text.words[max(0, start - 1) : start] + text.words[end : end + 1]
+    return any(word in MONTHS for word in neighbours)
+
+
 def _is_asked(text: AnalysedText, hit: _Hit) -> bool:
     """The mention sits in a question ("Did you move to Denver?"): it asserts nothing."""
     return all(text.questions[position] for position in hit.positions)
@@ -363,6 +371,7 @@ def _value_hits(
         for start in starts
         if not _is_denied(text, start, start + len(value))
         and not _is_timestamp_weekday(text, start, start + len(value))
+        and not _is_day_of_a_date(text, start, start + len(value))
         and not (framing and _is_context(text, start, start + len(value), framing))
     ]
     if starts:
@@ -728,7 +737,8 @@ def score_answer(
       stale mention does not count either (gold "Detroit" in stale "downtown Detroit"). A stale
       value that normalizes to the same text as a gold value is ignored. In the overlap fallback only
       the tokens a value does not share with its rivals count.
-    - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both), `wrong` (neither).
+    - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
+      that holds the gold and a stale value; its reward stays that of a stale answer), `wrong` (neither).
 
     Rules that withhold r_cur (the stale check still runs, so dumping stale values is penalized):
     empty or whitespace answer -> wrong ("empty"); answer longer than `max_answer_chars` once stripped
@@ -784,7 +794,10 @@ def score_answer(
         if _is_hedged(context, gold_hits):
             answered_current, reason = False, "hedged"
     reward = float(answered_current) - stale_penalty_weight * float(asserted_stale)
-    return Score(_verdict(answered_current, asserted_stale), answered_current, asserted_stale, reward, reason)
+    verdict = _verdict(answered_current, asserted_stale)
+    if reason == "hedged" and asserted_stale:
+        verdict = "ambiguous"  # a list of candidates holding the current and a stale value commits to neither
+    return Score(verdict, answered_current, asserted_stale, reward, reason)
 
 
 def _hedge_context(
