@@ -1,0 +1,33 @@
+"""A fresh clone re-derives the committed offline numbers from the committed replies, with no model."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from supersede_lib.studies import isolation, profiles
+
+RECORDED = profiles.REPO_ROOT / "outputs" / "offline" / "responses.jsonl.gz"
+COMMITTED_SUMMARY = profiles.REPO_ROOT / "outputs" / "offline" / "02_isolation" / "summary.json"
+
+
+@pytest.mark.skipif(not RECORDED.exists(), reason="no recorded offline replies in this checkout")
+def test_offline_isolation_replays_from_the_committed_replies_without_a_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    monkeypatch.setattr(profiles, "_imported_recordings", set())
+    monkeypatch.setenv("SUPERSEDE_MODEL_DIR", str(tmp_path / "no-models"))  # a live call would fail
+    monkeypatch.delenv(profiles.LIVE_CALLS_ENV, raising=False)
+    result = isolation.run_isolation("offline", progress=False)
+
+    replayed = {(n["name"], n.get("model")): n["value"] for n in result.summary["numbers"]}
+    committed = json.loads(COMMITTED_SUMMARY.read_text())
+    for number in committed["numbers"]:
+        assert replayed[(number["name"], number.get("model"))] == pytest.approx(number["value"]), number[
+            "name"
+        ]
+    manifest = json.loads(
+        next((tmp_path / "offline" / "02_isolation").glob("bounded_memory__*.manifest.json")).read_text()
+    )
+    assert manifest["provenance"]["live_calls"] == 0 and manifest["provenance"]["replayed_answers"] == 12
