@@ -43,3 +43,36 @@ def tiny_path(tmp_path_factory):
     from supersede_lib.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny")
+
+
+@pytest.fixture
+def fake_unsloth(tiny_path, monkeypatch):
+    """A stand-in `unsloth` module on a "CUDA" machine with bf16 (no GPU here): returns the tiny model and
+    records what `FastLanguageModel.from_pretrained` / `get_peft_model` were asked, keyed by method."""
+    import sys
+    import types
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    calls: dict[str, dict] = {}
+
+    class FakeFastLanguageModel:
+        @staticmethod
+        def from_pretrained(**kwargs):
+            calls["from_pretrained"] = kwargs
+            return AutoModelForCausalLM.from_pretrained(str(tiny_path)), AutoTokenizer.from_pretrained(
+                str(tiny_path)
+            )
+
+        @staticmethod
+        def get_peft_model(model, **kwargs):
+            calls["get_peft_model"] = kwargs
+            return model
+
+    monkeypatch.setitem(
+        sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FakeFastLanguageModel)
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    return calls

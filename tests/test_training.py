@@ -478,38 +478,16 @@ def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(
 
 
 def test_on_cuda_the_policy_is_loaded_and_patched_by_unsloth(
-    tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_unsloth: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Wiring of the CUDA branch, with a stand-in `unsloth` module: this machine has no GPU.
 
     It checks what load_policy hands Unsloth (4-bit, the paper's LoRA, Unsloth's checkpointing)
     and that no PEFT config is returned (the adapter is already on); not Unsloth itself.
     """
-    import sys
-    import types
-
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    calls: dict[str, dict] = {}
-
-    class FakeFastLanguageModel:
-        @staticmethod
-        def from_pretrained(**kwargs):
-            calls["from_pretrained"] = kwargs
-            path = str(tiny_model_path)
-            return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-
-        @staticmethod
-        def get_peft_model(model, **kwargs):
-            calls["get_peft_model"] = kwargs
-            return model
-
-    monkeypatch.setitem(
-        sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FakeFastLanguageModel)
-    )
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    calls = fake_unsloth
     config = TrainingConfig.preset("paper", output_dir="unused")
     model, tokenizer, peft_config = training_run.load_policy(config, seed=3)
 

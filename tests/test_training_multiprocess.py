@@ -386,40 +386,16 @@ def test_a_dry_run_shows_the_batch_of_this_launch(
 
 
 def test_each_data_parallel_process_loads_unsloth_onto_its_own_gpu(
-    tiny_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_unsloth: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a stand-in `unsloth` (no GPU here): under a launcher the replica goes to LOCAL_RANK's GPU."""
-    import types
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    loaded: dict[str, Any] = {}
-
-    class FakeFastLanguageModel:
-        @staticmethod
-        def from_pretrained(**kwargs: Any):
-            loaded.update(kwargs)
-            return AutoModelForCausalLM.from_pretrained(str(tiny_path)), AutoTokenizer.from_pretrained(
-                str(tiny_path)
-            )
-
-        @staticmethod
-        def get_peft_model(model: Any, **kwargs: Any) -> Any:
-            return model
-
-    monkeypatch.setitem(
-        sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FakeFastLanguageModel)
-    )
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     config = TrainingConfig.preset("paper", output_dir="unused")
     training_run.load_policy(config)
-    assert "device_map" not in loaded  # one process: Unsloth's own placement
+    assert "device_map" not in fake_unsloth["from_pretrained"]  # one process: Unsloth's own placement
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "3")
     training_run.load_policy(config)
-    assert loaded["device_map"] == {"": 3}
+    assert fake_unsloth["from_pretrained"]["device_map"] == {"": 3}
 
 
 if __name__ == "__main__":
