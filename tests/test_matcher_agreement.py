@@ -92,3 +92,14 @@ def test_a_judge_is_held_to_the_same_labels() -> None:
     result = judge_agreement_with_labels(judged)
     assert result["n"] == 40 and 0.0 <= result["agreement"] <= 1.0
     assert result["matcher_accuracy"] == sum(row["label"] == "correct" for row in rows) / 40  # human share
+
+
+def test_every_labelled_answer_can_be_put_to_the_judge() -> None:
+    from supersede_lib.eval.agreement import _episode_for
+    from supersede_lib.eval.judge import LongMemEvalJudge
+
+    judge = LongMemEvalJudge(model=None)  # only builds prompts here
+    rows = read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")
+    prompts = {row["id"]: judge.judge_prompt(_episode_for(row), row["answer"])[0]["content"] for row in rows}
+    abstention = next(row for row in rows if row["is_abstention"])
+    assert "Why it is unanswerable: The information is not available" in prompts[abstention["id"]]

@@ -119,6 +119,7 @@ def _episode_for(row: Mapping[str, Any]) -> Episode:
         superseded_values=tuple(row["superseded_values"]),
         is_abstention=bool(row["is_abstention"]),
         asks_previous_value=bool(row["asks_previous_value"]),
+        gold_text=str(row.get("gold_text", "")),  # abstention items: why the question is unanswerable
     )
 
 
