@@ -47,17 +47,23 @@ def parse_edit_lines(reply: str) -> list[tuple[str, str]]:
     return edits
 
 
-def apply_line_edits(notes: str, reply: str, budget_chars: int) -> tuple[str, int]:
+def apply_line_edits(
+    notes: str, reply: str, budget_chars: int, max_line_chars: int | None = None
+) -> tuple[str, int]:
     """The notes after a reply's edits, newest first and cut to `budget_chars`; and how many chars were cut.
 
     An edit whose subject is already in the notes replaces that line (and moves it to the top);
     an edit that repeats a line unchanged leaves it where it is, so copying the notes back is a no-op.
     Whole lines are dropped from the bottom (the least recently changed) until the notes fit.
+    `max_line_chars` cuts each new line to that length first, so one long line (a quoted answer,
+    a definition) cannot push every older line out at once.
     """
     lines = parse_edit_lines(notes)
     by_key = {subject_key(subject): (subject, value) for subject, value in lines}
     changed: list[tuple[str, str]] = []
     for subject, value in parse_edit_lines(reply):
+        if max_line_chars is not None:
+            value = value[: max(1, max_line_chars - len(subject) - 2)].rstrip()
         key = subject_key(subject)
         if by_key.get(key, (None, None))[1] == value:
             continue
@@ -70,6 +76,6 @@ def apply_line_edits(notes: str, reply: str, budget_chars: int) -> tuple[str, in
     while fitted and len("\n".join(fitted)) > budget_chars:
         fitted.pop()
     if not fitted and ordered:  # one line longer than the whole budget: keep its head
-        fitted = [ordered[0][:budget_chars]]
+        fitted = [ordered[0][:budget_chars].rstrip()]
     new_notes = "\n".join(fitted)
     return new_notes, max(0, len("\n".join(ordered)) - len(new_notes))

@@ -293,7 +293,8 @@ class PromptSet:
     `example_markers` are words only those examples use (notes holding them copied one);
     `notes_session_roles` are the turns of the new session a notes rewrite shows;
     `notes_update` says how a notes reply becomes the new notes: "rewrite" (the reply IS the new
-    notes, cut at the budget) or "line_edits" (the reply lists changed lines, see `notes_edits`).
+    notes, cut at the budget) or "line_edits" (the reply lists changed lines, see `notes_edits`;
+    `edit_line_chars` caps each new line).
     """
 
     name: str
@@ -310,6 +311,7 @@ class PromptSet:
     full_context_system: str = FULL_CONTEXT_SYSTEM
     full_context_user: str = FULL_CONTEXT_USER
     notes_update: NotesUpdate = "rewrite"
+    edit_line_chars: int | None = None  # line edits only: each new line is cut to this many characters
 
 
 _V1 = PromptSet(
@@ -414,6 +416,13 @@ PROMPT_VARIANTS["v10_line_edits_loose_answer"] = replace(
     name="v10_line_edits_loose_answer",
     summary="v9 with an answer turn told that lines name things in their own words",
     answer_system=LINE_EDITS_ANSWER_SYSTEM,
+)
+# v10's measured fault (offline 02): one reply of long advice lines pushed every older line out.
+PROMPT_VARIANTS["v11_line_edits_short_lines"] = replace(
+    PROMPT_VARIANTS["v10_line_edits_loose_answer"],
+    name="v11_line_edits_short_lines",
+    summary="v10 with each new line cut to 60 characters, so one long reply cannot evict the whole memory",
+    edit_line_chars=60,
 )
 DEFAULT_PROMPT_VARIANT = "v1_worked_example"
 # Every word any variant's examples use: what `diagnostics.echoes_prompt_example` looks for.

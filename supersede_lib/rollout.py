@@ -109,8 +109,11 @@ class BoundedMemoryRollout:
         messages = self.current_messages()
         reply = reply or ""
         if kind == "notes":
-            if prompts.get_prompt_variant(self.prompt_variant).notes_update == "line_edits":
-                capped, cut_chars = apply_line_edits(self.notes, reply, self.notes_budget_chars)
+            prompt_set = prompts.get_prompt_variant(self.prompt_variant)
+            if prompt_set.notes_update == "line_edits":
+                capped, cut_chars = apply_line_edits(
+                    self.notes, reply, self.notes_budget_chars, prompt_set.edit_line_chars
+                )
             else:
                 capped = reply.strip()[: self.notes_budget_chars]
                 cut_chars = len(reply.strip()) - len(capped)

@@ -45,15 +45,30 @@ def test_a_single_line_longer_than_the_budget_keeps_its_head() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(notes=st.text(max_size=400), reply=st.text(max_size=400), budget=st.integers(1, 300))
+@given(
+    notes=st.text(max_size=400),
+    reply=st.text(max_size=400),
+    budget=st.integers(64, 300),  # room for a whole subject (<= 60 chars) and a colon: B is 100+ in use
+    line_cap=st.one_of(st.none(), st.integers(10, 100)),
+)
 def test_edited_notes_never_exceed_the_budget_and_are_stable_under_reapplying(
-    notes: str, reply: str, budget: int
+    notes: str, reply: str, budget: int, line_cap: int | None
 ) -> None:
-    updated, cut = apply_line_edits(notes, reply, budget)
+    notes, _ = apply_line_edits("", notes, budget, line_cap)  # notes as this memory writes them
+    updated, cut = apply_line_edits(notes, reply, budget, line_cap)
     assert len(updated) <= budget
     assert cut >= 0
-    again, _ = apply_line_edits(updated, updated, budget)  # sending the notes back is a no-op
+    again, _ = apply_line_edits(updated, updated, budget, line_cap)  # sending the notes back is a no-op
     assert again == updated
+
+
+def test_a_line_cap_keeps_one_long_reply_from_evicting_the_whole_memory() -> None:
+    notes = "grocery budget: $425\ncar: Nissan Leaf"
+    reply = "race condition: " + "a situation where " * 15 + "\ninterview answer: " + "x" * 150
+    assert apply_line_edits(notes, reply, 300)[0].count("\n") == 0  # uncapped: one line left
+    capped, _ = apply_line_edits(notes, reply, 300, max_line_chars=60)
+    assert capped.splitlines()[-2:] == ["grocery budget: $425", "car: Nissan Leaf"]
+    assert all(len(line) <= 60 for line in capped.splitlines())
 
 
 def test_parse_ignores_lines_without_a_value() -> None:
