@@ -250,3 +250,67 @@ def test_transfer_without_training_says_to_run_06_first(monkeypatch, tmp_path: P
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     with pytest.raises(FileNotFoundError, match="run notebook 06"):
         transfer_study.run_transfer("smoke", progress=False)
+
+
+def test_a_clone_without_run_folders_replays_06_and_07_from_the_committed_files(
+    tiny_study, monkeypatch, tmp_path: Path
+) -> None:
+    """What a fresh clone of a committed profile does: no adapters, no sqlite cache, no training."""
+    import shutil
+
+    from supersede_lib.models.cache import ResponseCache
+    from supersede_lib.train import run as train_run
+
+    profile, training, root = tiny_study
+    first = transfer_study.run_transfer(profile, progress=False)
+    recorded = tmp_path / "responses.jsonl.gz"
+    ResponseCache(profiles.cache_path(profile)).export_responses(recorded)
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns("runs", "cache"))
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", clone)
+    monkeypatch.setattr(profiles, "_imported_recordings", set())
+    monkeypatch.delenv(profiles.LIVE_CALLS_ENV, raising=False)
+    replaying = profile.model_copy(update={"recorded_responses": str(recorded)})
+
+    def no_training(*_: object, **__: object) -> None:
+        raise AssertionError("a recorded run was trained again")
+
+    monkeypatch.setattr(training_study, "train", no_training)
+    replayed = training_study.run_training(replaying)
+    assert [run.recorded for run in replayed.runs] == [True]
+    assert replayed.runs_table.drop(columns="s/step").equals(training.runs_table.drop(columns="s/step"))
+    assert [step for step, _ in replayed.runs[0].checkpoints] == [1]
+
+    def no_weights(*_: object, **__: object) -> None:
+        raise AssertionError("replay loaded model weights")
+
+    monkeypatch.setattr(transfer_study, "HFChatModel", no_weights)
+    again = transfer_study.run_transfer(replaying, progress=False)
+    assert again.checkpoints.drop(columns="run_group").equals(first.checkpoints.drop(columns="run_group"))
+
+    # a reply that was never recorded is a clear error, not a silent live call
+    shutil.rmtree(clone / "smoke" / "cache", ignore_errors=True)
+    monkeypatch.setattr(profiles, "_imported_recordings", set())
+    empty = profile.model_copy(update={"recorded_responses": None})
+    with pytest.raises(Exception, match="no recorded reply"):
+        transfer_study.run_transfer(empty, progress=False)
+
+    # another config (here: the learning rate) is not the committed run: it trains anew
+    changed = training_study.training_config_for(profile, "fixed").replace(learning_rate=0.5)
+    assert training_study.recorded_run(profile, "fixed", 0, changed) is None
+    assert "learning_rate" in train_run.config_changes(
+        json.loads((clone / "smoke" / "06_grpo_training" / "fixed__seed-0.training_config.json").read_text()),
+        changed,
+        0,
+        same_model_file=True,
+    )
+
+
+def test_live_calls_never_read_a_committed_run_back(tiny_study, monkeypatch) -> None:
+    profile, _, _ = tiny_study
+    monkeypatch.setenv(profiles.LIVE_CALLS_ENV, "1")
+    calls = []
+    monkeypatch.setattr(training_study, "train", lambda config, seed: calls.append(seed) or "trained")
+    monkeypatch.setattr(training_study, "run_dir_for", lambda config, seed: Path("/nonexistent"))
+    runs = training_study.train_runs(profile)
+    assert calls == [0] and not runs[0].recorded

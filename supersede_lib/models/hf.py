@@ -106,6 +106,25 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def fast_dtype(device: str) -> Any:
+    """The dtype that runs fastest on `device`: bf16 on a CUDA GPU or a CPU with bf16 matrix units, else fp32.
+
+    Without bf16 units (AVX2-only CPUs) bf16 is emulated and far slower than fp32.
+    """
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.bfloat16
+    from supersede_lib.models.engine import bf16_matrix_flags, read_cpuinfo  # engine imports this module
+
+    return torch.bfloat16 if bf16_matrix_flags(read_cpuinfo()) else torch.float32
+
+
+def dtype_label(dtype: Any) -> str:
+    """`bfloat16` for torch.bfloat16 (names in records and cache namespaces)."""
+    return str(dtype).removeprefix("torch.")
+
+
 def load_model_and_tokenizer(
     model_name_or_path: str | os.PathLike,
     gguf_file: str | None = None,
@@ -113,7 +132,6 @@ def load_model_and_tokenizer(
     dtype: Any = None,
 ) -> tuple[Any, Any]:
     """Load a causal LM + chat tokenizer by hub id, local directory or GGUF file (no adapter)."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source, gguf_file = split_gguf_path(model_name_or_path, gguf_file)
@@ -121,7 +139,7 @@ def load_model_and_tokenizer(
         source = str(materialize_gguf(source, gguf_file))
     device = device or default_device()
     if dtype is None:
-        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        dtype = fast_dtype(device)
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device)
     prepare_chat_tokenizer(tokenizer, model)
@@ -201,6 +219,9 @@ class HFChatModel:
         self.name = name or (
             f"{base_label}+{Path(self.adapter_path).name}" if self.adapter_path else base_label
         )
+        self.dtype = dtype_label(next(model.parameters()).dtype)
+        # replies differ between dtypes: a bf16 model never reads an fp32 model's cached replies
+        self.cache_namespace = f"HFChatModel-{self.dtype}"
         self._lock = threading.Lock()
         self._base_fingerprint: str | None = None
 

@@ -344,7 +344,7 @@ def save_recorded_responses(profile: Profile) -> int | None:
     return ResponseCache(cache_path(profile)).export_responses(recorded)
 
 
-def _commit_label() -> str | None:
+def commit_label() -> str | None:
     """The checkout's commit, marked `-dirty` when it has uncommitted changes (recorded with live calls)."""
     state = git_commit()
     if state["commit"] is None:
@@ -378,7 +378,7 @@ def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool =
         model = make_chat_model(spec)
     if use_cache and profile is not None:
         model = CachedChatModel(
-            model, profile_cache(profile), replay=not live_calls_forced(), commit=_commit_label()
+            model, profile_cache(profile), replay=not live_calls_forced(), commit=commit_label()
         )
     return model
 

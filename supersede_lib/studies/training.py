@@ -8,13 +8,15 @@ ours) → `write_training` (copied run files, tables, Figure 4a, summary.json).
 `accelerate launch`; 06 then reads the finished runs back.
 
 Run directories (adapters, optimiser state) live under `outputs/<profile>/06_grpo_training/runs/`,
-which git ignores. The small result files (metrics, rollouts, run summaries, tables, figures) are
-copied beside them, so they can be committed and read without the checkpoints; a fresh clone that
-re-runs 06 trains again instead of "finding" a run whose adapters it does not have.
+which git ignores. The small result files (metrics, rollouts, run summaries, configs, tables,
+figures) are copied beside them and committed. A fresh clone without the run folder reads a run
+back from those copies (`recorded_run`) when their config is the one the profile would train, so
+06 re-derives its tables in seconds; `reproduce --live` (or a changed config) trains again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Sequence
@@ -43,8 +45,10 @@ from supersede_lib.train.config import (
 )
 from supersede_lib.train.run import (
     TrainingResult,
+    config_changes,
     list_checkpoints,
     load_metrics,
+    read_run_summary,
     resolve_base_model,
     run_dir_for,
     train,
@@ -114,6 +118,7 @@ class TrainedRun:
     seed: int
     config: TrainingConfig
     result: TrainingResult
+    recorded: bool = False  # read back from the committed copies: no run folder, no adapters here
 
     @property
     def label(self) -> str:
@@ -126,6 +131,9 @@ class TrainedRun:
 
     @property
     def checkpoints(self) -> list[tuple[int, Path]]:
+        """(step, adapter folder) on disk; for a recorded run, the ones its summary names (absent here)."""
+        if self.recorded:
+            return list(self.result.checkpoints)
         return list_checkpoints(run_dir_for(self.config, self.seed))
 
 
@@ -144,6 +152,8 @@ class TrainingStudyResult(StudyResult):
 
 def copy_run_files(run: TrainedRun, directory: Path) -> list[str]:
     """Copy a run's metrics, rollouts, summary and config beside the study (committable, no adapters)."""
+    if run.recorded:  # the copies are the source: nothing to copy
+        return [name for name in _recorded_file_names(run.label) if (directory / name).exists()]
     source = run_dir_for(run.config, run.seed)
     copied = []
     for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, CONFIG_FILE):
@@ -233,6 +243,33 @@ def _span(values: Sequence[float]) -> str:
     return f"{np.mean(finite):.2f} (runs: {', '.join(f'{value:.2f}' for value in finite)})"
 
 
+def _recorded_file_names(label: str) -> list[str]:
+    return [f"{label}.{name}" for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, CONFIG_FILE)]
+
+
+def recorded_run(
+    profile: Profile, curriculum: str, seed: int, config: TrainingConfig, directory: Path | None = None
+) -> TrainedRun | None:
+    """The run read back from the copies committed beside study 06, or None.
+
+    None when a copy is missing or its config is not `config` (another model file name, prompt,
+    learning rate, ...): that run would not be the one this profile trains. The metrics, rollouts
+    and summary are the committed ones; the adapters are not in the checkout.
+    """
+    directory = directory or profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING
+    label = run_label(curriculum, seed)
+    metrics, _, summary, saved_config = (directory / name for name in _recorded_file_names(label))
+    if not (metrics.exists() and summary.exists() and saved_config.exists()):
+        return None
+    changes = config_changes(json.loads(saved_config.read_text()), config, seed, same_model_file=True)
+    if changes:
+        print(f"{label}: the committed run was trained with another config ({changes}); training anew")
+        return None
+    result = read_run_summary(summary)
+    result = dataclasses.replace(result, output_dir=directory, metrics_path=metrics)
+    return TrainedRun(curriculum, seed, config, result, recorded=True)
+
+
 def train_runs(
     profile: str | Profile,
     *,
@@ -241,8 +278,10 @@ def train_runs(
 ) -> list[TrainedRun]:
     """Train (or resume, or read back) one run per (curriculum, seed) of the profile's `training:` block.
 
-    `seeds` and `curricula` pick other ones (default: the block's). Under a data-parallel launch
-    (`python -m supersede_lib.train`) every process calls this and trains the same runs together.
+    A run with no folder here is read back from its committed copies (`recorded_run`) unless
+    live calls are forced (`reproduce --live`). `seeds` and `curricula` pick other runs than the
+    block's. Under a data-parallel launch (`python -m supersede_lib.train`) every process calls
+    this and trains the same runs together.
     """
     profile = profiles.as_profile(profile)
     block: TrainingBlock = profile.require("training")
@@ -250,7 +289,15 @@ def train_runs(
     for curriculum in curricula if curricula is not None else block.curricula:
         config = training_config_for(profile, curriculum)
         for seed in seeds if seeds is not None else block.seeds:
-            runs.append(TrainedRun(curriculum, seed, config, train(config, seed)))
+            started = (run_dir_for(config, seed) / CONFIG_FILE).exists()
+            recorded = None
+            if not started and not profiles.live_calls_forced():
+                recorded = recorded_run(profile, curriculum, seed, config)
+            if recorded is not None:
+                print(f"{recorded.label}: read back from the committed run files (no adapters here)")
+                runs.append(recorded)
+            else:
+                runs.append(TrainedRun(curriculum, seed, config, train(config, seed)))
     return runs
 
 
@@ -319,7 +366,10 @@ def write_training(result: TrainingStudyResult, directory: Path | None = None) -
     directory = directory or profiles.output_dir(profile, NOTEBOOK_TRAINING)
     files = [name for run in runs for name in copy_run_files(run, directory)]
     result.metrics.to_csv(directory / "training_metrics.csv", index=False)
-    device = device_label()
+    # where the runs trained (recorded in their summaries since it was kept); else this process
+    device = (
+        "; ".join(dict.fromkeys(run.result.device for run in runs if run.result.device)) or device_label()
+    )
     batches = "; ".join(dict.fromkeys(_batch_label(run) for run in runs))
     tables = [
         write_table(

@@ -5,10 +5,15 @@ adapter through the ordinary bounded-memory runner, so harness, prompts and matc
 studies 02-05; each checkpoint must differ from the base only by its adapter) → `analyse_transfer`
 (accuracy and McNemar against the base, mean over seeds by step, fixed vs adaptive curriculum,
 Table 3 beside the paper's) → `write_transfer` (CSVs, tables, Figure 4b, summary.json).
+
+A fresh clone has no adapters: when 06 read its runs back from the committed files, 07 replays
+every model's recorded replies (the profile's `recorded_responses`) under the names and dtype its
+committed summary.json gives, through the same runner and matcher, so every number is re-derived.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +24,8 @@ import pandas as pd
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff
-from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.cache import CachedChatModel
+from supersede_lib.models.chat import ModelConfigError
 from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
@@ -36,7 +42,13 @@ from supersede_lib.studies.common import (
     write_table,
 )
 from supersede_lib.studies.profiles import Profile, TrainingBlock, TransferBlock
-from supersede_lib.studies.training import PAPER_MODEL, TrainedRun, model_label, training_config_for
+from supersede_lib.studies.training import (
+    PAPER_MODEL,
+    TrainedRun,
+    model_label,
+    recorded_run,
+    training_config_for,
+)
 from supersede_lib.train.config import CURRICULUM_MODES, SUMMARY_FILE
 from supersede_lib.train.run import read_run_summary, resolve_base_model, run_dir_for
 
@@ -54,6 +66,7 @@ class TransferRuns:
     evaluated: list[dict[str, Any]] = field(default_factory=list)  # run, curriculum, seed, step; base first
     correct_by_model: dict[str, pd.Series] = field(default_factory=dict)  # run -> correct per question
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> adapter path, sha256, check
+    dtype: str | None = None  # of the evaluated weights: part of the replies' cache namespace
 
     def add(
         self,
@@ -85,13 +98,22 @@ class TransferResult(StudyResult):
 
 
 def finished_runs(profile: Profile) -> list[TrainedRun]:
-    """The runs 06 left on disk for this profile (with their checkpoints); raises when there are none."""
+    """The runs 06 left on disk for this profile (with their checkpoints); raises when there are none.
+
+    A run with no folder here is the committed one (`training.recorded_run`) unless live calls
+    are forced; its adapters are absent, so 07 replays its recorded replies.
+    """
     block: TrainingBlock = profile.require("training")
     runs = []
     for curriculum in block.curricula:
         config = training_config_for(profile, curriculum)
         for seed in block.seeds:
             summary = run_dir_for(config, seed) / SUMMARY_FILE
+            if not summary.exists() and not profiles.live_calls_forced():
+                recorded = recorded_run(profile, curriculum, seed, config)
+                if recorded is not None and recorded.checkpoints:
+                    runs.append(recorded)
+                    continue
             if not summary.exists():
                 raise FileNotFoundError(
                     f"no finished training run at {summary.parent}: run notebook 06 ({NOTEBOOK_TRAINING}) for "
@@ -102,6 +124,34 @@ def finished_runs(profile: Profile) -> list[TrainedRun]:
                 raise FileNotFoundError(f"{summary.parent} holds no adapter checkpoint: re-run notebook 06")
             runs.append(run)
     return runs
+
+
+class RecordedRepliesOnly:
+    """Stands in for a model whose weights are not here: the cache answers, a miss is an error.
+
+    It carries the name and cache namespace the model had when its replies were recorded, so
+    `CachedChatModel` computes the same keys.
+    """
+
+    def __init__(self, name: str, cache_namespace: str) -> None:
+        self.name = name
+        self.cache_namespace = cache_namespace
+
+    async def achat(self, messages: list, **_: Any) -> Any:
+        raise ModelConfigError(
+            f"{self.name}: no recorded reply for this call and the model's weights are not in this "
+            "checkout; train and evaluate again with `python -m supersede_lib.reproduce --live --only 06,07`"
+        )
+
+
+def _recorded_transfer(directory: Path) -> dict[str, Any]:
+    """The committed summary.json of 07: adapter hashes per checkpoint, base fingerprint and dtype."""
+    path = directory / "summary.json"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing: 07 cannot replay recorded checkpoints without it; run 06 and 07 with --live"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
@@ -292,17 +342,20 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
         )
     # the prompt the adapters were trained with; one local model, so concurrent calls would only queue
     settings = RunSettings(notes_budget_chars=budget, concurrency=1, prompt_variant=variants.pop())
-    cache = profiles.cache_path(profile)
+    if any(run.recorded for run in runs):
+        return _replay_checkpoints(profile, runs, base_path, episodes, directory, settings, progress)
+    cache = profiles.profile_cache(profile)
+
+    def cached(model: Any) -> CachedChatModel:
+        return CachedChatModel(
+            model, cache, replay=not profiles.live_calls_forced(), commit=profiles.commit_label()
+        )
 
     base = HFChatModel(base_path)
     base_name = base.name
     raw = TransferRuns(profile, runs, base_path, base.base_fingerprint(), budget, len(episodes))
-    raw.add(
-        "base",
-        _evaluate(
-            CachedChatModel(base, ResponseCache(cache)), episodes, directory, "base", settings, progress
-        ),
-    )
+    raw.dtype = base.dtype
+    raw.add("base", _evaluate(cached(base), episodes, directory, "base", settings, progress))
     release_model(base)
     for run in runs:
         for step, adapter in run.checkpoints:
@@ -314,17 +367,51 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
                     f"{run.label} step {step} ({name}): base weights differ from the untrained base, not only the adapter"
                 )
             run_name = f"{run.label}__step-{step}"
-            frame = _evaluate(
-                CachedChatModel(trained, ResponseCache(cache)),
-                episodes,
-                directory,
-                run_name,
-                settings,
-                progress,
-            )
+            frame = _evaluate(cached(trained), episodes, directory, run_name, settings, progress)
             raw.add(run_name, frame, run.curriculum, run.seed, step)
             release_model(trained)
             raw.adapters[run_name] = {"adapter": str(adapter), "sha256": sha, "differs_only_by_adapter": True}
+    return raw
+
+
+def _replay_checkpoints(
+    profile: Profile,
+    runs: list[TrainedRun],
+    base_path: str,
+    episodes: list,
+    directory: Path,
+    settings: RunSettings,
+    progress: bool,
+) -> TransferRuns:
+    """Base and every recorded checkpoint from their recorded replies (no weights are loaded)."""
+    recorded = _recorded_transfer(directory)
+    adapters, dtype = recorded.get("adapters", {}), recorded.get("dtype")
+    if dtype is None:
+        raise ValueError(
+            f"{directory / 'summary.json'} does not say which dtype the models ran in (written before "
+            "it was recorded): run 06 and 07 again with --live"
+        )
+    cache = profiles.profile_cache(profile)
+    namespace = f"HFChatModel-{dtype}"
+    base_name = Path(base_path).name
+
+    def replayed(name: str) -> CachedChatModel:
+        return CachedChatModel(RecordedRepliesOnly(name, namespace), cache)
+
+    raw = TransferRuns(
+        profile, runs, base_path, recorded["base_fingerprint"], settings.notes_budget_chars, len(episodes)
+    )
+    raw.dtype = dtype
+    raw.add("base", _evaluate(replayed(base_name), episodes, directory, "base", settings, progress))
+    for run in runs:
+        for step, _ in run.checkpoints:
+            run_name = f"{run.label}__step-{step}"
+            if run_name not in adapters:
+                raise KeyError(f"{directory / 'summary.json'} records no adapter for {run_name}")
+            name = _checkpoint_model_name(base_name, adapters[run_name]["sha256"])
+            frame = _evaluate(replayed(name), episodes, directory, run_name, settings, progress)
+            raw.add(run_name, frame, run.curriculum, run.seed, step)
+            raw.adapters[run_name] = adapters[run_name]
     return raw
 
 
@@ -425,7 +512,7 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
         "notes_budget_chars": raw.notes_budget_chars,
         "base_model": raw.base_path,
     }
-    extra = {"adapters": raw.adapters, "base_fingerprint": raw.base_fingerprint}
+    extra = {"adapters": raw.adapters, "base_fingerprint": raw.base_fingerprint, "dtype": raw.dtype}
     return record_summary(result, directory, NOTEBOOK_TRANSFER, numbers, tables, config, extra)
 
 

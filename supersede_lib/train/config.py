@@ -19,6 +19,7 @@ from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "colab", "paper")
+CPU_DTYPES = ("auto", "bfloat16", "float32")
 CURRICULUM_MODES = ("fixed", "adaptive")
 LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 METRICS_FILE = "metrics.jsonl"
@@ -91,6 +92,9 @@ class TrainingConfig:
     max_seq_length: int = 2048
     gradient_checkpointing: bool | None = None  # None: on for CUDA (Unsloth's own), off on CPU
     cpu_threads: int | None = None  # torch.set_num_threads on CPU runs; 1 avoids thread thrash on busy cores
+    # base weights on CPU: "auto" = bf16 where the CPU has bf16 matrix units (hf.fast_dtype), else fp32;
+    # LoRA weights and optimizer state stay fp32 either way (grpo.keep_trainable_parameters_fp32)
+    cpu_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         if self.fast_inference:
@@ -99,6 +103,8 @@ class TrainingConfig:
                 "fixed share of GPU memory (60% by default) while our per-turn rollouts generate with the "
                 "policy itself and never call it; leave fast_inference=False"
             )
+        if self.cpu_dtype not in CPU_DTYPES:
+            raise ValueError(f"TrainingConfig.cpu_dtype must be one of {CPU_DTYPES}, got {self.cpu_dtype!r}")
         if self.curriculum not in CURRICULUM_MODES:
             raise ValueError(
                 f"TrainingConfig.curriculum must be one of {CURRICULUM_MODES}, got {self.curriculum!r}"

@@ -27,6 +27,7 @@ from supersede_lib.episode import Episode
 from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
     GGUF_CACHE_ENV,
+    dtype_label,
     load_model_and_tokenizer,
     materialize_gguf,
     prepare_chat_tokenizer,
@@ -156,7 +157,8 @@ def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
     from peft import LoraConfig
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model, tokenizer = load_model_and_tokenizer(source, gguf_file, device=device)
+    dtype = None if device == "cuda" or config.cpu_dtype == "auto" else getattr(torch, config.cpu_dtype)
+    model, tokenizer = load_model_and_tokenizer(source, gguf_file, device=device, dtype=dtype)
     peft_config = LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
@@ -185,6 +187,9 @@ class TrainingResult:
     wall_time_s: float
     seconds_per_step: float
     processes: int = 1  # data-parallel processes; each step trained on processes x trajectories_per_step
+    device: str = (
+        ""  # where it trained, e.g. "cpu (1 torch thread, bfloat16 base weights)"; "" in older summaries
+    )
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
@@ -194,6 +199,18 @@ class TrainingResult:
         if self.processes == 1:  # written only for a data-parallel run; a summary without it reads as 1
             del record["processes"]
         return record
+
+
+def training_device(model: Any) -> str:
+    """Where a run trained and in which base dtype: `cuda: NVIDIA T4 (float16 ...)`, `cpu (1 torch thread, ...)`."""
+    import torch
+
+    dtypes = sorted({dtype_label(p.dtype) for p in model.parameters() if not p.requires_grad})
+    weights = f"{'/'.join(dtypes) or 'no frozen'} base weights"
+    if torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(0)} ({weights})"
+    threads = torch.get_num_threads()
+    return f"cpu ({threads} torch thread{'s' if threads != 1 else ''}, {weights})"
 
 
 def run_dir_for(config: TrainingConfig, seed: int) -> Path:
@@ -218,19 +235,32 @@ def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
     path = run_dir / CONFIG_FILE
     if not path.exists():
         return
-    saved = json.loads(path.read_text())
+    changes = config_changes(json.loads(path.read_text()), config, seed)
+    if changes:
+        raise ValueError(
+            f"{run_dir} was started with a different training config ({changes}); "
+            "use another output_dir, or delete the run (train.run.remove_run) to start over"
+        )
+
+
+def config_changes(
+    saved: dict[str, Any], config: TrainingConfig, seed: int, *, same_model_file: bool = False
+) -> str:
+    """What differs between a saved `training_config.json` and `config` ("" when it is the same run).
+
+    Fields free on resume (`CONFIG_FIELDS_FREE_ON_RESUME`) are ignored. `same_model_file=True`
+    compares the base model by file name only, for runs recorded on another machine.
+    """
     current = _config_record(config, seed)
+    if same_model_file:
+        saved = {**saved, "model_name_or_path": Path(str(saved.get("model_name_or_path"))).name}
+        current = {**current, "model_name_or_path": Path(str(current.get("model_name_or_path"))).name}
     differing = sorted(
         key
         for key in saved.keys() | current.keys()
         if key not in CONFIG_FIELDS_FREE_ON_RESUME | {PROCESSES_KEY} and saved.get(key) != current.get(key)
     )
-    if differing:
-        changes = ", ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in differing)
-        raise ValueError(
-            f"{run_dir} was started with a different training config ({changes}); "
-            "use another output_dir, or delete the run (train.run.remove_run) to start over"
-        )
+    return ", ".join(f"{key}: {saved.get(key)!r} -> {current.get(key)!r}" for key in differing)
 
 
 def check_run_processes(run_dir: Path, processes: int, checkpoint_step: int) -> None:
@@ -462,6 +492,7 @@ def train(
             wall_time_s=wall,
             seconds_per_step=wall / max(1, final_step - start_step),
             processes=processes,
+            device=training_device(trainer.model),
         )
     finally:
         del trainer
