@@ -31,9 +31,11 @@ from supersede_lib.train.grpo import (  # noqa: E402
     ZeroAdvantageStop,
     expand_to_turn_samples,
     group_advantages,
+    memory_credit_scorer,
     rollout_record,
     rubric_scorer,
     score_trajectory,
+    scorer_for,
 )
 from supersede_lib.train.run import (  # noqa: E402
     build_trainer,
@@ -379,6 +381,55 @@ def test_the_default_reward_is_the_environment_rubric() -> None:
     for reply in ("- lives in city0", "- lives in city0", "You live in city0."):
         stale.step(reply)
     assert rubric_scorer()(episode, stale).reward < 0.5
+
+
+def _rollout_with(episode: Episode, notes: str, answer: str) -> BoundedMemoryRollout:
+    rollout = BoundedMemoryRollout(episode, 100)
+    while not rollout.done:
+        rollout.step(answer if rollout.current_kind == "answer" else notes)
+    return rollout
+
+
+@pytest.mark.parametrize(
+    ("notes", "answer", "expected"),
+    [
+        ("- lives in city1", "You live in city1.", 1.5),  # right answer, current notes
+        ("- lives in city1", "I don't know.", 0.5),  # the memory did its job, the answer did not
+        (
+            "- lives in city1 (moved from city0)",
+            "You live in city1.",
+            1.0,
+        ),  # notes still hold the stale value
+        ("- lives in city0", "You live in city1.", 1.0),  # a lucky answer from stale notes: no credit
+        ("- likes tea", "You live in city0.", -1.0),  # the stale penalty stays
+    ],
+)
+def test_the_memory_reward_adds_credit_only_for_current_notes_without_stale_ones(
+    notes: str, answer: str, expected: float
+) -> None:
+    episode = _hand_episode(2)
+    rollout = _rollout_with(episode, notes, answer)
+    sparse = rubric_scorer()(episode, rollout)
+    dense = scorer_for("memory", memory_credit=0.5)(episode, rollout)
+    assert dense.reward == pytest.approx(expected)
+    assert dense.verdict == sparse.verdict  # the answer is graded as in evaluation
+    assert (dense.reward >= 1.0) == (sparse.verdict == "correct")  # success still means a right answer
+    trajectory = TrajectoryRecord(0, episode, rollout, [])
+    score_trajectory(scorer_for("memory"), trajectory)
+    record = rollout_record(1, "easy", trajectory)
+    assert record["notes_hold_current"] == (expected in (1.5, 0.5))
+    assert ("memory credit" in record["reason"]) == (expected in (1.5, 0.5))
+
+
+def test_reward_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="memory_credit"):
+        memory_credit_scorer(memory_credit=1.0)  # a wrong answer would count as a success
+    with pytest.raises(ValueError, match="unknown reward"):
+        scorer_for("dense")
+    with pytest.raises(ValueError, match="reward must be one of"):
+        TrainingConfig(reward="dense")
+    with pytest.raises(ValueError, match="cpu_dtype must be one of"):
+        TrainingConfig(cpu_dtype="float16")
 
 
 def _previous_value_episode() -> Episode:

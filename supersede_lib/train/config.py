@@ -20,6 +20,7 @@ from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "colab", "paper")
 CPU_DTYPES = ("auto", "bfloat16", "float32")
+REWARDS = ("sparse", "memory")
 CURRICULUM_MODES = ("fixed", "adaptive")
 LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 METRICS_FILE = "metrics.jsonl"
@@ -73,6 +74,8 @@ class TrainingConfig:
     notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how the policy is asked (prompts.PROMPT_VARIANTS)
     stale_penalty_weight: float = 1.0
+    reward: str = "sparse"  # "sparse" (the paper: the answer alone) | "memory" (+ credit for current notes)
+    memory_credit: float = 0.5  # the "memory" reward's credit (grpo.memory_credit_scorer)
     # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
     curriculum: str = "fixed"
     success_reward: float = 1.0  # a rollout "succeeds" when its reward reaches this
@@ -103,6 +106,8 @@ class TrainingConfig:
                 "fixed share of GPU memory (60% by default) while our per-turn rollouts generate with the "
                 "policy itself and never call it; leave fast_inference=False"
             )
+        if self.reward not in REWARDS:
+            raise ValueError(f"TrainingConfig.reward must be one of {REWARDS}, got {self.reward!r}")
         if self.cpu_dtype not in CPU_DTYPES:
             raise ValueError(f"TrainingConfig.cpu_dtype must be one of {CPU_DTYPES}, got {self.cpu_dtype!r}")
         if self.curriculum not in CURRICULUM_MODES:

@@ -43,6 +43,7 @@ module imports TRL at the top and `run.py` imports this module before Unsloth.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -61,6 +62,7 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import Score, score_episode_answer
+from supersede_lib.eval.memory_metrics import notes_holdings
 from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
@@ -244,11 +246,55 @@ def rubric_scorer(stale_penalty_weight: float = 1.0) -> TrajectoryScorer:
     return score
 
 
+def memory_credit_scorer(stale_penalty_weight: float = 1.0, memory_credit: float = 0.5) -> TrajectoryScorer:
+    """The sparse reward plus `memory_credit` when the notes the answer turn reads hold the current
+    value and no stale one: a denser signal for what bounded memory is about (the notes update).
+
+    With `memory_credit` < 1 a wrong answer never reaches the success reward of 1, so success
+    (and the curriculum) still means a correct answer, comparable across the two rewards.
+    """
+    if not 0 <= memory_credit < 1:
+        raise ValueError(f"memory_credit must be in [0, 1), got {memory_credit}")
+    sparse = rubric_scorer(stale_penalty_weight)
+
+    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
+        answer = sparse(episode, rollout)
+        if not _notes_hold_current(episode, rollout.notes):
+            return answer
+        note = f"memory credit +{memory_credit:g}: the notes hold the current value and no stale one"
+        return dataclasses.replace(
+            answer,
+            reward=answer.reward + memory_credit,
+            reason=f"{answer.reason}; {note}" if answer.reason else note,
+        )
+
+    return score
+
+
+def scorer_for(
+    reward: str, stale_penalty_weight: float = 1.0, memory_credit: float = 0.5
+) -> TrajectoryScorer:
+    """`sparse` (the paper's: the answer alone) or `memory` (sparse + credit for current notes)."""
+    if reward == "sparse":
+        return rubric_scorer(stale_penalty_weight)
+    if reward == "memory":
+        return memory_credit_scorer(stale_penalty_weight, memory_credit)
+    raise ValueError(f"unknown reward {reward!r}; expected 'sparse' or 'memory'")
+
+
 def score_trajectory(scorer: TrajectoryScorer, trajectory: TrajectoryRecord) -> None:
     """Set the trajectory's reward (and score, when the scorer gives one) from its finished rollout."""
     outcome = scorer(trajectory.episode, trajectory.rollout)
     trajectory.score = outcome if isinstance(outcome, Score) else None
     trajectory.reward = float(outcome.reward if isinstance(outcome, Score) else outcome)
+
+
+def _notes_hold_current(episode: Episode, notes: str) -> bool | None:
+    """Whether the notes the answer turn read held the current value and no stale one (None: not a value)."""
+    holds_current, holds_stale = notes_holdings([notes], episode)
+    if holds_current is None:
+        return None
+    return holds_current[-1] and not (holds_stale and holds_stale[-1])
 
 
 def rollout_record(step: int, difficulty: str, trajectory: TrajectoryRecord) -> dict[str, Any]:
@@ -268,6 +314,7 @@ def rollout_record(step: int, difficulty: str, trajectory: TrajectoryRecord) -> 
         "superseded_values": list(trajectory.episode.superseded_values),
         "asks_previous_value": trajectory.episode.asks_previous_value,
         "final_notes": rollout.notes,
+        "notes_hold_current": _notes_hold_current(trajectory.episode, rollout.notes),
         "turns": len(rollout.turns),
         "truncations": rollout.truncation_count,
     }

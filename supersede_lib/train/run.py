@@ -300,7 +300,7 @@ def build_trainer(
         MetricsFileCallback,
         SupersedeGRPOTrainer,
         ZeroAdvantageStop,
-        rubric_scorer,
+        scorer_for,
         supersede_rubric,
     )
 
@@ -393,7 +393,7 @@ def build_trainer(
         peft_config=peft_config,
         callbacks=[stop, metrics, *callbacks],
         episode_source=EpisodeSource(seed, episodes, config.episode_overrides, slot_count),
-        scorer=scorer or rubric_scorer(config.stale_penalty_weight),
+        scorer=scorer or scorer_for(config.reward, config.stale_penalty_weight, config.memory_credit),
         curriculum=curriculum,
         zero_advantage_stop=stop,
         notes_budget_chars=config.notes_budget_chars,
