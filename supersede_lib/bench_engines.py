@@ -29,7 +29,7 @@ from supersede_lib.eval.runner import (
     run_condition,
 )
 from supersede_lib.models.engine import (
-    BF16_MATRIX_FLAGS,
+    BF16_NATIVE_FLAGS,
     cpu_flags,
     detect_engine,
     make_embedded_model,
@@ -42,7 +42,7 @@ ENGINE_ORDER = ("llamacpp", "transformers")
 
 SPEEDUP_TARGETS = {"bounded_memory": 3.5, "full_context": 5.0}  # transformers over llama.cpp, wall/question
 DEFAULT_ENGINE_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-SHOWN_FLAGS = (*BF16_MATRIX_FLAGS, "amx_tile", "avx512f", "avx2")
+SHOWN_FLAGS = (*BF16_NATIVE_FLAGS, "amx_tile", "avx512f", "avx2")
 N_CTX = 32768
 
 

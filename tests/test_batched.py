@@ -132,7 +132,7 @@ def test_the_runner_keeps_batches_full(tiny_path: Path) -> None:
     ("cpuinfo", "cuda", "expected"),
     [
         (INTEL_AMX, False, ("transformers", "bfloat16", "cpu")),
-        (INTEL_AVX512_BF16, False, ("transformers", "bfloat16", "cpu")),
+        (INTEL_AVX512_BF16, False, ("llamacpp", "gguf", "cpu")),  # measured: batched bf16 is not faster there
         (AMD_AVX2, False, ("llamacpp", "gguf", "cpu")),
         (ARM, False, ("llamacpp", "gguf", "cpu")),
         ("", False, ("llamacpp", "gguf", "cpu")),
@@ -146,7 +146,12 @@ def test_engine_choice_from_cpu_flags(cpuinfo: str, cuda: bool, expected: tuple[
 
 
 def test_engine_choice_names_the_flags_it_found_and_can_be_forced() -> None:
-    assert engine.bf16_matrix_flags(INTEL_AMX) == ["amx_bf16", "avx512_bf16"]
+    assert engine.bf16_matrix_flags(INTEL_AMX) == ["amx_bf16"]
+    assert engine.bf16_native_flags(INTEL_AMX) == ["amx_bf16", "avx512_bf16"]
+    assert engine.bf16_native_flags(INTEL_AVX512_BF16) == ["avx512_bf16"]
+    vector_only = engine.choose_engine("transformers", cpuinfo_text=INTEL_AVX512_BF16)
+    assert vector_only.dtype == "bfloat16"  # forced there, it still computes bf16 natively
+    assert "no bf16 matrix units" in engine.choose_engine(cpuinfo_text=INTEL_AVX512_BF16).reason
     assert "amx_bf16" in engine.choose_engine(cpuinfo_text=INTEL_AMX).reason
     forced = engine.choose_engine("llamacpp", cpuinfo_text=INTEL_AMX)
     assert forced.engine == "llamacpp" and "forced" in forced.reason

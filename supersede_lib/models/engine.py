@@ -1,10 +1,14 @@
 """Which local engine runs an embedded model: batched bf16 transformers or llama.cpp.
 
-A bf16 matmul is ~20x faster than fp32 on CPUs with bf16 matrix units (Intel AMX, AVX512-BF16)
-and ~50x slower without them (emulated), where llama.cpp's quantised kernels win. So the
-choice is a pure function of the CPU flags (and whether a CUDA GPU is present), testable with
-fake `/proc/cpuinfo` text; a model spec can force either engine. `make_embedded_model` builds
-the chosen engine and prints the choice (engine, dtype, threads, why).
+Measured (outputs/bench/): a bf16 matmul is ~20x faster than fp32 on CPUs with bf16 matrix units
+(Intel AMX, `amx_bf16`), where one batched bf16 `generate` beats llama.cpp several times over. With
+bf16 vector instructions only (`avx512_bf16`, e.g. AMD Zen 4) bf16 is ~2x faster than fp32 but
+batched transformers only matched llama.cpp on full-context questions and ran at half its speed on
+bounded-memory ones; without either, bf16 is emulated and far slower than fp32. So "auto" picks
+transformers on a CUDA GPU or an AMX CPU and llama.cpp elsewhere; a transformers model (forced, or
+used for training) runs bf16 wherever the CPU computes bf16 natively, else fp32. The choice is a
+pure function of the CPU flags (testable with fake `/proc/cpuinfo` text); a model spec can force
+either engine. `make_embedded_model` builds the chosen engine and prints the choice.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from supersede_lib.models.chat import ChatModel
 from supersede_lib.models.gguf import EmbeddedGGUFModel, threads_from_env
 
 ENGINES = ("auto", "llamacpp", "transformers")
-BF16_MATRIX_FLAGS = ("amx_bf16", "avx512_bf16")
+BF16_MATRIX_FLAGS = ("amx_bf16",)  # matrix tiles: batched bf16 transformers beats llama.cpp
+BF16_NATIVE_FLAGS = ("amx_bf16", "avx512_bf16")  # bf16 arithmetic in hardware: bf16 beats fp32 in torch
 CPUINFO_PATH = Path("/proc/cpuinfo")
 ENGINE_ENV = "SUPERSEDE_ENGINE"  # llamacpp | transformers: what "auto" means on this machine
 Engine = Literal["llamacpp", "transformers"]
@@ -53,9 +58,15 @@ def cpu_flags(cpuinfo_text: str) -> frozenset[str]:
 
 
 def bf16_matrix_flags(cpuinfo_text: str) -> list[str]:
-    """The bf16 matrix-unit flags (`amx_bf16`, `avx512_bf16`) present in `cpuinfo_text`."""
+    """The bf16 matrix-unit flags (`amx_bf16`) present in `cpuinfo_text`."""
     flags = cpu_flags(cpuinfo_text)
     return [flag for flag in BF16_MATRIX_FLAGS if flag in flags]
+
+
+def bf16_native_flags(cpuinfo_text: str) -> list[str]:
+    """The flags of native bf16 arithmetic (`amx_bf16`, `avx512_bf16`) present in `cpuinfo_text`."""
+    flags = cpu_flags(cpuinfo_text)
+    return [flag for flag in BF16_NATIVE_FLAGS if flag in flags]
 
 
 def choose_engine(
@@ -65,22 +76,27 @@ def choose_engine(
     cuda_available: bool = False,
     threads: int | None = None,
 ) -> EngineChoice:
-    """Pick the engine: a forced one, else transformers where bf16 runs fast (GPU or bf16 CPU units).
+    """Pick the engine: a forced one, else transformers where batched bf16 wins (GPU or AMX CPU).
 
-    Transformers gets bf16 on a CUDA GPU or a CPU with bf16 matrix units and fp32 otherwise
-    (forced on such a CPU, bf16 would be emulated and far slower than fp32).
+    Transformers gets bf16 on a CUDA GPU or a CPU with native bf16 arithmetic (AMX, AVX512-BF16)
+    and fp32 otherwise (there bf16 would be emulated and far slower than fp32).
     """
     if requested not in ENGINES:
         raise ValueError(f"unknown engine {requested!r}; choose one of {', '.join(ENGINES)}")
-    found = bf16_matrix_flags(cpuinfo_text)
+    matrix, native = bf16_matrix_flags(cpuinfo_text), bf16_native_flags(cpuinfo_text)
     if cuda_available:
         fast_bf16, where = True, "a CUDA GPU is available"
-    elif found:
-        fast_bf16, where = True, f"the CPU has bf16 matrix units ({', '.join(found)})"
+    elif matrix:
+        fast_bf16, where = True, f"the CPU has bf16 matrix units ({', '.join(matrix)})"
+    elif native:
+        fast_bf16, where = (
+            False,
+            f"the CPU has bf16 vector instructions ({', '.join(native)}) but no bf16 matrix units (amx_bf16)",
+        )
     else:
-        fast_bf16, where = False, f"the CPU has no bf16 matrix units (no {' or '.join(BF16_MATRIX_FLAGS)})"
+        fast_bf16, where = False, f"the CPU has no native bf16 (no {' or '.join(BF16_NATIVE_FLAGS)})"
     device = "cuda" if cuda_available else "cpu"
-    transformers_dtype = "bfloat16" if fast_bf16 else "float32"
+    transformers_dtype = "bfloat16" if cuda_available or native else "float32"
     if requested == "llamacpp":
         return EngineChoice("llamacpp", "gguf", "cpu", threads, f"forced by the model spec ({where})")
     if requested == "transformers":
