@@ -98,7 +98,9 @@ class CityModel:
         self.max_in_flight_per_episode[episode_id] = max(
             self.max_in_flight_per_episode.get(episode_id, 0), self.in_flight_per_episode[episode_id]
         )
-        self.calls.append({"messages": messages, "max_tokens": max_tokens, "seed": seed})
+        self.calls.append(
+            {"messages": messages, "max_tokens": max_tokens, "seed": seed, "temperature": temperature}
+        )
         try:
             await asyncio.sleep(self.delay_s)
             return ChatResult(
@@ -141,6 +143,23 @@ def test_arun_rollout_accumulates_accounting_and_passes_max_tokens() -> None:
     assert [call["max_tokens"] for call in model.calls] == [77, 77, 77, 11]
     assert {call["seed"] for call in model.calls} == {5}
     assert outcome.notes_history == ["[ep-0] city: city0", "[ep-0] city: city1", "[ep-0] city: city2"]
+
+
+def test_studies_are_greedy_and_a_sampling_temperature_reaches_every_call(tmp_path) -> None:
+    greedy, sampled = CityModel(), CityModel()
+    episodes = [make_episode("ep-0"), make_episode("ep-1")]
+    run_condition(episodes, "bounded_memory", greedy, RunSettings(), progress=False)
+    result = run_condition(
+        episodes,
+        "bounded_memory",
+        sampled,
+        RunSettings(temperature=0.7, seed=3),
+        output_dir=tmp_path,
+        progress=False,
+    )
+    assert {call["temperature"] for call in greedy.calls} == {0.0}
+    assert {(call["temperature"], call["seed"]) for call in sampled.calls} == {(0.7, 3)}
+    assert result.manifest["config"]["temperature"] == 0.7  # the manifest says how it was asked
 
 
 def test_rows_one_per_question_with_all_columns() -> None:

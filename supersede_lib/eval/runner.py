@@ -258,6 +258,7 @@ async def arun_rollout(
     max_tokens_answer: int | None,
     seed: int = 0,
     condition: str | None = None,
+    temperature: float = 0.0,
 ) -> RolloutOutcome:
     """Drive one rollout to its answer, one model call at a time (sessions strictly in order).
 
@@ -276,7 +277,7 @@ async def arun_rollout(
         max_tokens = max_tokens_notes if kind == "notes" else max_tokens_answer
         try:
             result: ChatResult = await model.achat(
-                rollout.current_messages(), max_tokens=max_tokens, temperature=0.0, seed=seed
+                rollout.current_messages(), max_tokens=max_tokens, temperature=temperature, seed=seed
             )
         except ContextOverflowError as error:
             outcome.error = f"context overflow at the {kind} turn: {error}"
@@ -326,6 +327,9 @@ class RunSettings:
     max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER
     store_messages: bool = False
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # prompts.PROMPT_VARIANTS: how the agent is asked
+    # 0: greedy, as every study; > 0 samples (with `seed`), e.g. to measure the success a GRPO
+    # policy sees at its sampling temperature
+    temperature: float = 0.0
 
     def __post_init__(self) -> None:
         get_prompt_variant(self.prompt_variant)  # an unknown name fails here, listing the known ones
@@ -379,6 +383,7 @@ async def _run_question(
         max_tokens_answer=settings.max_tokens_answer,
         seed=settings.seed,
         condition=condition,
+        temperature=settings.temperature,
     )
     score = score_episode_answer(episode, outcome.answer, stale_penalty_weight=settings.stale_penalty_weight)
     trajectory = outcome.trajectory(store_messages=settings.store_messages)
@@ -506,7 +511,7 @@ async def arun_condition(
     run_name = run_name or default_run_name(
         condition, model.name, settings.notes_budget_chars, settings.chars_per_session
     )
-    config = {"condition": condition, **asdict(settings), "temperature": 0.0}
+    config = {"condition": condition, **asdict(settings)}
     judge_tallies = {
         "judge_calls": sum(result.judge_calls for result in results),
         "judge_cached_calls": sum(result.judge_cached for result in results),
