@@ -40,6 +40,36 @@ def test_make_embedded_model_from_path_and_default(tmp_path, empty_home, monkeyp
     assert by_file.model_path == tmp_path / "other.gguf" and by_file.name == "Other"
 
 
+def test_an_embedded_model_without_its_file_is_built_at_its_first_call(tmp_path, empty_home, monkeypatch):
+    """A replay answers from the cache without the GGUF file; the first live call looks it up."""
+    from supersede_lib.models import engine, gguf
+    from supersede_lib.models.cache import ResponseCache
+    from supersede_lib.models.chat import ChatResult, ModelConfigError
+
+    def offline(**_):
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(gguf.huggingface_hub, "hf_hub_download", offline)
+    deferred = make_chat_model(
+        {"backend": "embedded", "model_file": "absent.gguf", "name": "Absent", "engine": "llamacpp"}
+    )
+    assert isinstance(deferred, engine.DeferredEmbeddedModel) and not deferred.built
+    assert (deferred.name, deferred.cache_namespace) == ("Absent", "embedded")  # the built model's
+    cached = CachedChatModel(deferred, ResponseCache(tmp_path / "c.sqlite"))
+    key = cached.key_for(MESSAGES, None, 0.0, 0)
+    cached.cache.put(key, ChatResult(text="recorded", prompt_tokens=1, completion_tokens=1, latency_s=0.1))
+    assert asyncio.run(cached.achat(MESSAGES)).text == "recorded" and not deferred.built
+    with pytest.raises(ModelConfigError, match=r"absent\.gguf is not in"):
+        asyncio.run(cached.achat([{"role": "user", "content": "not recorded"}]))
+
+    (empty_home / ".cache" / "supersede" / "models").mkdir(parents=True)
+    (empty_home / ".cache" / "supersede" / "models" / "absent.gguf").write_bytes(b"x")
+    built = deferred._build()  # the file arrived: the first live call builds the chosen engine
+    assert isinstance(built, EmbeddedGGUFModel) and built.name == "Absent"
+    with pytest.raises(ModelConfigError, match="not found"):  # an explicit path stays a typo, not a deferral
+        make_chat_model({"backend": "embedded", "model_dir": str(tmp_path / "typo.gguf")})
+
+
 def test_make_model_rejects_unknown_backends_and_keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with pytest.raises(ValueError, match="openai, embedded, hf"):

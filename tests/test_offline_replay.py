@@ -13,7 +13,7 @@ COMMITTED_SUMMARY = profiles.REPO_ROOT / "outputs" / "offline" / "02_isolation" 
 
 @pytest.mark.skipif(not RECORDED.exists(), reason="no recorded offline replies in this checkout")
 def test_offline_isolation_replays_from_the_committed_replies_without_a_model(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, empty_home: Path
 ) -> None:
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     monkeypatch.setattr(profiles, "_imported_recordings", set())

@@ -13,14 +13,16 @@ either engine. `make_embedded_model` builds the chosen engine and prints the cho
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from supersede_lib.models.batched import BatchedHFChatModel
-from supersede_lib.models.chat import ChatModel
-from supersede_lib.models.gguf import EmbeddedGGUFModel, threads_from_env
+from supersede_lib.models.chat import ChatModel, ChatResult, Message
+from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf, threads_from_env
 
 ENGINES = ("auto", "llamacpp", "transformers")
 BF16_MATRIX_FLAGS = ("amx_bf16",)  # matrix tiles: batched bf16 transformers beats llama.cpp
@@ -185,3 +187,49 @@ def make_embedded_model(
         default_max_tokens=default_max_tokens,
         **batching,
     )
+
+
+class DeferredEmbeddedModel:
+    """An embedded model whose GGUF file is not on this machine: found or downloaded at its first call.
+
+    It already has the name and cache namespace the built model will have, so a response cache
+    answers for it; a replay of recorded replies never calls it and needs no model file. The
+    first call that reaches it resolves the file (`resolve_default_gguf`, which may download)
+    and builds the engine `make_embedded_model` picks.
+    """
+
+    def __init__(self, model_dir: str | None, lookup: dict[str, str], options: dict[str, Any]) -> None:
+        self._model_dir, self._lookup, self._options = model_dir, dict(lookup), dict(options)
+        filename = lookup.get("filename", "model.gguf")
+        self.name = options.get("name") or Path(filename).stem
+        choice = detect_engine(options.get("engine", "auto"))
+        self.cache_namespace = "embedded" if choice.engine == "llamacpp" else f"transformers-{choice.dtype}"
+        self._model: ChatModel | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        return self._model is not None
+
+    def _build(self) -> ChatModel:
+        with self._lock:
+            if self._model is None:
+                path = resolve_default_gguf(self._model_dir, **self._lookup)
+                self._model = make_embedded_model(path, **self._options)
+            return self._model
+
+    async def achat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> ChatResult:
+        model = await asyncio.to_thread(self._build)
+        return await model.achat(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+    def close(self) -> None:
+        close = getattr(self._model, "close", None)
+        if close is not None:
+            close()

@@ -204,6 +204,30 @@ def default_model_dir() -> Path:
     return Path.home() / ".cache" / "supersede" / "models"
 
 
+def _lookup_folders(model_dir: str | Path | None) -> list[Path]:
+    explicit = Path(model_dir).expanduser() if model_dir is not None else None
+    env_dir = os.environ.get(MODEL_DIR_ENV, "").strip()
+    folders = [folder for folder in (explicit, Path(env_dir).expanduser() if env_dir else None) if folder]
+    return [*folders, default_model_dir()]
+
+
+def find_local_gguf(model_dir: str | Path | None = None, filename: str = DEFAULT_GGUF_FILE) -> Path | None:
+    """The GGUF file on this machine (`resolve_default_gguf`'s lookup, no download), or None.
+
+    An explicit `model_dir` naming a .gguf file that does not exist is an error, not a miss.
+    """
+    explicit = Path(model_dir).expanduser() if model_dir is not None else None
+    if explicit is not None and explicit.suffix == ".gguf":
+        if explicit.is_file():
+            return explicit
+        raise ModelConfigError(f"GGUF model file not found: {explicit} (check the model path)")
+    for folder in _lookup_folders(model_dir):
+        candidate = folder / filename
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def resolve_default_gguf(
     model_dir: str | Path | None = None,
     filename: str = DEFAULT_GGUF_FILE,
@@ -215,18 +239,10 @@ def resolve_default_gguf(
     `$SUPERSEDE_MODEL_DIR`, `~/.cache/supersede/models`. A download goes into the first of those
     folders that was given (else the home cache), so the next lookup finds it.
     """
-    explicit = Path(model_dir).expanduser() if model_dir is not None else None
-    if explicit is not None and explicit.suffix == ".gguf":
-        if explicit.is_file():
-            return explicit
-        raise ModelConfigError(f"GGUF model file not found: {explicit} (check the model path)")
-    env_dir = os.environ.get(MODEL_DIR_ENV, "").strip()
-    folders = [folder for folder in (explicit, Path(env_dir).expanduser() if env_dir else None) if folder]
-    folders.append(default_model_dir())
-    for folder in folders:
-        candidate = folder / filename
-        if candidate.is_file():
-            return candidate
+    found = find_local_gguf(model_dir, filename)
+    if found is not None:
+        return found
+    folders = _lookup_folders(model_dir)
     download_dir = folders[0]
     try:
         downloaded = huggingface_hub.hf_hub_download(

@@ -10,8 +10,8 @@ from typing import Any
 
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
-from supersede_lib.models.engine import make_embedded_model
-from supersede_lib.models.gguf import resolve_default_gguf
+from supersede_lib.models.engine import DeferredEmbeddedModel, make_embedded_model
+from supersede_lib.models.gguf import find_local_gguf
 from supersede_lib.models.hf import HFChatModel
 from supersede_lib.models.openai_api import OpenAIChatModel
 
@@ -92,8 +92,11 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
         lookup = {key: options.pop(key) for key in ("filename", "repo_id") if key in options}
         model_dir = options.pop("model_dir", None)
         if model_path is None:
-            model_path = resolve_default_gguf(model_dir, **lookup)
-        model = make_embedded_model(model_path, **options)
+            model_path = find_local_gguf(model_dir, **{k: v for k, v in lookup.items() if k == "filename"})
+        if model_path is None:  # found or downloaded when first called: a replay never needs the file
+            model = DeferredEmbeddedModel(model_dir, lookup, options)
+        else:
+            model = make_embedded_model(model_path, **options)
     else:
         if "model" in options and "model_name_or_path" not in options:
             options["model_name_or_path"] = options.pop("model")

@@ -23,7 +23,6 @@ from supersede_lib.eval.run_files import REPO_ROOT, git_commit
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
-from supersede_lib.models.gguf import resolve_default_gguf
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import make_chat_model
@@ -370,9 +369,10 @@ def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool =
             model=name or "fake-heuristic-server", base_url=server.base_url, api_key_env="SUPERSEDE_FAKE_KEY"
         )
     else:
-        if backend == "embedded" and "model_path" not in spec:
-            spec["model_path"] = str(resolve_default_gguf(filename=spec.pop("model_file")))
-        spec.pop("model_file", None)
+        if backend != "embedded" or "model_path" in spec:
+            spec.pop("model_file", None)
+        # an embedded `model_file` not on this machine is looked up (or downloaded) at its first
+        # live call (`DeferredEmbeddedModel`): a replay of recorded replies needs no model file
         if name:
             spec["name"] = name
         model = make_chat_model(spec)
