@@ -3,6 +3,7 @@ the response-cache wrapper. No network, no model load."""
 
 import asyncio
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,9 @@ def test_an_embedded_model_without_its_file_is_built_at_its_first_call(tmp_path,
     (empty_home / ".cache" / "supersede" / "models" / "absent.gguf").write_bytes(b"x")
     built = deferred._build()  # the file arrived: the first live call builds the chosen engine
     assert isinstance(built, EmbeddedGGUFModel) and built.name == "Absent"
+    assert built.cache_namespace == deferred.cache_namespace  # replies recorded by either are shared
+    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "none"))
+    assert make_chat_model({}).name == Path(DEFAULT_GGUF_FILE).stem  # the default file's name, unbuilt
     with pytest.raises(ModelConfigError, match="not found"):  # an explicit path stays a typo, not a deferral
         make_chat_model({"backend": "embedded", "model_dir": str(tmp_path / "typo.gguf")})
 

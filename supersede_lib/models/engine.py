@@ -22,7 +22,12 @@ from typing import Any, Literal
 
 from supersede_lib.models.batched import BatchedHFChatModel
 from supersede_lib.models.chat import ChatModel, ChatResult, Message
-from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf, threads_from_env
+from supersede_lib.models.gguf import (
+    DEFAULT_GGUF_FILE,
+    EmbeddedGGUFModel,
+    resolve_default_gguf,
+    threads_from_env,
+)
 
 ENGINES = ("auto", "llamacpp", "transformers")
 BF16_MATRIX_FLAGS = ("amx_bf16",)  # matrix tiles: batched bf16 transformers beats llama.cpp
@@ -200,7 +205,7 @@ class DeferredEmbeddedModel:
 
     def __init__(self, model_dir: str | None, lookup: dict[str, str], options: dict[str, Any]) -> None:
         self._model_dir, self._lookup, self._options = model_dir, dict(lookup), dict(options)
-        filename = lookup.get("filename", "model.gguf")
+        filename = lookup.get("filename", DEFAULT_GGUF_FILE)
         self.name = options.get("name") or Path(filename).stem
         choice = detect_engine(options.get("engine", "auto"))
         self.cache_namespace = "embedded" if choice.engine == "llamacpp" else f"transformers-{choice.dtype}"
