@@ -126,6 +126,14 @@ def dtype_label(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def hf_cache_namespace(dtype: str) -> str:
+    """The response-cache namespace of an `HFChatModel` whose weights are `dtype` (a `dtype_label`).
+
+    Replies differ between dtypes: a bf16 model never reads an fp32 model's cached replies.
+    """
+    return f"HFChatModel-{dtype}"
+
+
 def load_model_and_tokenizer(
     model_name_or_path: str | os.PathLike,
     gguf_file: str | None = None,
@@ -221,8 +229,7 @@ class HFChatModel:
             f"{base_label}+{Path(self.adapter_path).name}" if self.adapter_path else base_label
         )
         self.dtype = dtype_label(next(model.parameters()).dtype)
-        # replies differ between dtypes: a bf16 model never reads an fp32 model's cached replies
-        self.cache_namespace = f"HFChatModel-{self.dtype}"
+        self.cache_namespace = hf_cache_namespace(self.dtype)
         self._lock = threading.Lock()
         self._base_fingerprint: str | None = None
 

@@ -11,7 +11,7 @@ from typing import Any
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
 from supersede_lib.models.engine import DeferredEmbeddedModel, make_embedded_model
-from supersede_lib.models.gguf import find_local_gguf
+from supersede_lib.models.gguf import DEFAULT_GGUF_FILE, find_local_gguf
 from supersede_lib.models.hf import HFChatModel
 from supersede_lib.models.openai_api import OpenAIChatModel
 
@@ -92,7 +92,7 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
         lookup = {key: options.pop(key) for key in ("filename", "repo_id") if key in options}
         model_dir = options.pop("model_dir", None)
         if model_path is None:
-            model_path = find_local_gguf(model_dir, **{k: v for k, v in lookup.items() if k == "filename"})
+            model_path = find_local_gguf(model_dir, lookup.get("filename", DEFAULT_GGUF_FILE))
         if model_path is None:  # found or downloaded when first called: a replay never needs the file
             model = DeferredEmbeddedModel(model_dir, lookup, options)
         else:

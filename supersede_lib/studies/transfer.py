@@ -26,7 +26,7 @@ from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff
 from supersede_lib.models.cache import CachedChatModel
 from supersede_lib.models.chat import ModelConfigError
-from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
+from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint, hf_cache_namespace
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     MATCHER,
@@ -392,7 +392,7 @@ def _replay_checkpoints(
             "it was recorded): run 06 and 07 again with --live"
         )
     cache = profiles.profile_cache(profile)
-    namespace = f"HFChatModel-{dtype}"
+    namespace = hf_cache_namespace(dtype)
     base_name = Path(base_path).name
 
     def replayed(name: str) -> CachedChatModel:

@@ -95,7 +95,8 @@ class TrainingConfig:
     max_seq_length: int = 2048
     gradient_checkpointing: bool | None = None  # None: on for CUDA (Unsloth's own), off on CPU
     cpu_threads: int | None = None  # torch.set_num_threads on CPU runs; 1 avoids thread thrash on busy cores
-    # base weights on CPU: "auto" = bf16 where the CPU has bf16 matrix units (hf.fast_dtype), else fp32;
+    # base weights on CPU: "auto" = bf16 where the CPU computes bf16 natively (amx_bf16 or avx512_bf16,
+    # hf.fast_dtype), else fp32;
     # LoRA weights and optimizer state stay fp32 either way (grpo.keep_trainable_parameters_fp32)
     cpu_dtype: str = "auto"
 

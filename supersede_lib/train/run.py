@@ -187,9 +187,8 @@ class TrainingResult:
     wall_time_s: float
     seconds_per_step: float
     processes: int = 1  # data-parallel processes; each step trained on processes x trajectories_per_step
-    device: str = (
-        ""  # where it trained, e.g. "cpu (1 torch thread, bfloat16 base weights)"; "" in older summaries
-    )
+    # where it trained, e.g. "cpu (1 torch thread, bfloat16 base weights)"; "" in older summaries
+    device: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
