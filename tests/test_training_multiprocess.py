@@ -50,6 +50,7 @@ from supersede_lib.train.config import (  # noqa: E402
     SUMMARY_FILE,
     TrainingConfig,
 )
+from supersede_lib.train.processes import leave_process_group, wait_for_everyone  # noqa: E402
 from supersede_lib.train.run import build_trainer, resolve_base_model, run_dir_for  # noqa: E402
 
 GROUP_SIZE = 4
@@ -133,9 +134,16 @@ def _one_step(tiny_path: Path, output_dir: Path, scale_rewards: str, processes: 
 
 
 def _worker(tiny_path: Path, out: Path) -> None:
+    """Both steps, then the group is closed as the command line closes it.
+
+    Leaving it open let a process abort at exit ("terminate called without an active exception")
+    when the other had already gone: the barrier keeps both until each is done.
+    """
     rank = int(os.environ["RANK"])
     results = {scale: _one_step(tiny_path, out / scale, scale, processes=2) for scale in SCALINGS}
     (out / f"rank-{rank}.json").write_text(json.dumps(results))
+    wait_for_everyone()
+    leave_process_group()
 
 
 def _free_port() -> int:
