@@ -2,6 +2,7 @@
 
 import pytest
 
+from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.models import engine
 from supersede_lib.models.gguf import MODEL_DIR_ENV
 
@@ -76,3 +77,22 @@ def fake_unsloth(tiny_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     return calls
+
+
+@pytest.fixture(scope="module")
+def study_bars():
+    """Every study bar (`studies.common.study_progress`) opened while a test module runs, in order.
+
+    Disabled bars count too, so studies run with `progress=False` can be checked."""
+    from supersede_lib.studies import common
+
+    bars: list[StudyProgress] = []
+
+    class RecordedProgress(StudyProgress):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            bars.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(common, "StudyProgress", RecordedProgress)
+        yield bars

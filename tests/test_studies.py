@@ -40,22 +40,22 @@ def output_root(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def isolation(output_root: Path) -> isolation_study.IsolationResult:
+def isolation(output_root: Path, study_bars) -> isolation_study.IsolationResult:
     return isolation_study.run_isolation("smoke", progress=False)
 
 
 @pytest.fixture(scope="module")
-def frontier(output_root: Path) -> frontier_study.FrontierResult:
+def frontier(output_root: Path, study_bars) -> frontier_study.FrontierResult:
     return frontier_study.run_frontier("smoke", progress=False)
 
 
 @pytest.fixture(scope="module")
-def scale(output_root: Path) -> scale_study.ScaleResult:
+def scale(output_root: Path, study_bars) -> scale_study.ScaleResult:
     return scale_study.run_scale("smoke", progress=False)
 
 
 @pytest.fixture(scope="module")
-def environment(output_root: Path) -> environment_study.EnvironmentValidationResult:
+def environment(output_root: Path, study_bars) -> environment_study.EnvironmentValidationResult:
     return environment_study.run_environment_validation("smoke", progress=False)
 
 
@@ -390,6 +390,33 @@ class ScriptedModel:
         if "Conversation history:" in text:
             return ChatResult("city2" if episode_id in self.full_right else "city0")
         return ChatResult("city2" if episode_id in self.bounded_right else "I don't know")
+
+
+@pytest.mark.parametrize(
+    ("study", "notebook"),
+    [
+        ("isolation", common.NOTEBOOK_ISOLATION),
+        ("frontier", common.NOTEBOOK_FRONTIER),
+        ("scale", common.NOTEBOOK_SCALE),
+        ("environment", common.NOTEBOOK_ENVIRONMENT),
+    ],
+)
+def test_a_study_counts_every_run_on_one_bar(study: str, notebook: str, study_bars, request) -> None:
+    result = request.getfixturevalue(study)
+    [bar] = [bar for bar in study_bars if notebook in bar.description]
+    trajectories = [
+        trajectory
+        for path in sorted(result.output_dir.glob("*.trajectories.jsonl"))
+        for trajectory in read_trajectories(path)
+    ]
+    turns = [turn for trajectory in trajectories for turn in trajectory["turns"]]
+    # environment: the runner's two runs; verifiers' rollouts keep their own bar and write no trajectories
+    assert bar.done == bar.total == len(trajectories) > 0
+    assert bar.cached_calls == sum(turn["cached"] for turn in turns)
+    assert bar.live_calls == len(turns) - bar.cached_calls
+    assert bar.live_tokens == sum(
+        turn["prompt_tokens"] + turn["completion_tokens"] for turn in turns if not turn["cached"]
+    )
 
 
 def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) -> None:

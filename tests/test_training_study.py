@@ -206,11 +206,13 @@ def test_training_study_writes_committable_files_without_adapters(tiny_study) ->
     assert len(training_study.sample_rollouts(training, per_run=2)) == 2
 
 
-def test_transfer_evaluates_base_and_every_checkpoint(tiny_study) -> None:
+def test_transfer_evaluates_base_and_every_checkpoint(tiny_study, study_bars) -> None:
     profile, _, root = tiny_study
     result = transfer_study.run_transfer(profile, progress=False)
     assert result.checkpoints["run"].tolist() == ["base", "fixed__seed-0__step-1"]
     assert result.n == 2 and set(result.checkpoints["n"]) == {2}
+    bar = [bar for bar in study_bars if "07_transfer_eval" in bar.description][-1]
+    assert bar.done == bar.total == 2 * 2  # base and one checkpoint, two questions each, on one bar
     summary = json.loads((root / "smoke" / "07_transfer_eval" / "summary.json").read_text())
     assert all(adapter["differs_only_by_adapter"] for adapter in summary["adapters"].values())
     assert (result.output_dir / "table3_transfer.md").read_text().startswith("| checkpoint |")

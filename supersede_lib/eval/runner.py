@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
+from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
 from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
 from supersede_lib.models.rate_limit import AdaptiveLimit
@@ -469,7 +469,7 @@ async def arun_condition(
     judge: Any = None,
     output_dir: str | Path | None = None,
     run_name: str | None = None,
-    progress: bool = True,
+    progress: bool | StudyProgress = True,
 ) -> RunResult:
     """`run_condition` for callers already inside an event loop (`await arun_condition(...)`)."""
     episodes = list(episodes)
@@ -477,40 +477,35 @@ async def arun_condition(
     started_at = now_utc()
     started = time.perf_counter()
     label = f"{condition} | {model.name}"
+    run_name = run_name or default_run_name(
+        condition, model.name, settings.notes_budget_chars, settings.chars_per_session
+    )
     limit = AdaptiveLimit(settings.concurrency, label=label)
-    bar = tqdm(total=len(episodes), desc=label, disable=not progress, leave=False)
 
-    tally = {"live": 0, "cached": 0, "tokens": 0}  # postfix: live calls, cache hits, live tokens/s
-
-    async def one(episode: Episode) -> _QuestionResult:
+    async def one(episode: Episode, bar: StudyProgress) -> _QuestionResult:
         async with limit:
             result = await _run_question(episode, condition, model, settings, judge)
-        for turn in result.trajectory["turns"]:
-            tally["cached" if turn["cached"] else "live"] += 1
-            tally["tokens"] += 0 if turn["cached"] else turn["prompt_tokens"] + turn["completion_tokens"]
-        rate = tally["tokens"] / max(time.perf_counter() - started, 1e-9)
-        bar.set_postfix(live=tally["live"], cached=tally["cached"], tok_s=f"{rate:.0f}", refresh=False)
-        bar.update(1)
+        bar.question_done(result.trajectory)
         return result
 
-    with limit.installed():  # the tasks below copy this context: their 429s reach `limit`
-        tasks = [asyncio.ensure_future(one(episode)) for episode in episodes]
-    try:
-        results = await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        bar.close()
+    # a study's bar is shared by all its runs; `progress=True` alone gives this run a bar of its own
+    with (
+        progress_bar(progress, total=len(episodes), description=label, leave=False) as bar,
+        bar.running(run_name),
+    ):
+        with limit.installed():  # the tasks below copy this context: their 429s reach `limit`
+            tasks = [asyncio.ensure_future(one(episode, bar)) for episode in episodes]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     wall_s = time.perf_counter() - started
     rows = [result.row for result in results]
     trajectories = [result.trajectory for result in results]
     frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
-    run_name = run_name or default_run_name(
-        condition, model.name, settings.notes_budget_chars, settings.chars_per_session
-    )
     config = {"condition": condition, **asdict(settings)}
     judge_tallies = {
         "judge_calls": sum(result.judge_calls for result in results),
@@ -549,14 +544,16 @@ def run_condition(
     judge: Any = None,
     output_dir: str | Path | None = None,
     run_name: str | None = None,
-    progress: bool = True,
+    progress: bool | StudyProgress = True,
 ) -> RunResult:
     """Run one condition over `episodes` with one model; one row per question.
 
     `condition` is "bounded_memory" or "full_context". `judge` is an `eval.judge.LongMemEvalJudge`
     (or None): its verdict lands in `judge_correct` beside the matcher's `verdict`. With
     `output_dir` the run's CSV, trajectories and manifest are written there as `run_name`.
-    Safe to call from Jupyter: the work runs on the runner's own event loop thread.
+    `progress`: a study's `eval.progress.StudyProgress` to count this run on, True for a bar of
+    this run's own, False for none. Safe to call from Jupyter: the work runs on the runner's own
+    event loop thread.
     """
     return run_sync(
         arun_condition(
@@ -579,21 +576,27 @@ def run_conditions(
     settings: RunSettings = RunSettings(),
     *,
     run_name_prefix: str | None = None,
+    progress: bool | StudyProgress = True,
     **kwargs: Any,
 ) -> pd.DataFrame:
-    """Every condition x model on the same episodes, concatenated (one run's files per pair)."""
+    """Every condition x model on the same episodes, concatenated (one run's files per pair, one bar)."""
+    conditions, models = list(conditions), list(models)
     frames = []
-    for model in models:
-        for condition in conditions:
-            run_name = None
-            if run_name_prefix is not None:
-                suffix = default_run_name(
-                    condition, model.name, settings.notes_budget_chars, settings.chars_per_session
+    total = len(episodes) * len(conditions) * len(models)
+    with progress_bar(progress, total=total, description="run_conditions") as bar:
+        for model in models:
+            for condition in conditions:
+                run_name = None
+                if run_name_prefix is not None:
+                    suffix = default_run_name(
+                        condition, model.name, settings.notes_budget_chars, settings.chars_per_session
+                    )
+                    run_name = f"{run_name_prefix}__{suffix}"
+                frames.append(
+                    run_condition(
+                        episodes, condition, model, settings, run_name=run_name, progress=bar, **kwargs
+                    ).frame
                 )
-                run_name = f"{run_name_prefix}__{suffix}"
-            frames.append(
-                run_condition(episodes, condition, model, settings, run_name=run_name, **kwargs).frame
-            )
     if not frames:
         raise ValueError("run_conditions needs at least one condition and one model")
     return pd.concat(frames, ignore_index=True)

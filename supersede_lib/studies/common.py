@@ -25,6 +25,7 @@ from supersede_lib.episode import Episode
 from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, failure_counts
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import aggregate_memory_metrics
+from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import default_run_name, git_commit, portable_paths
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
@@ -261,6 +262,11 @@ class ResultOfRuns(StudyResult):
 # --------------------------------------------------------------------------------------------
 
 
+def study_progress(profile: Profile, notebook: str, total_questions: int, enabled: bool) -> StudyProgress:
+    """The one bar every run of a study counts on, named by its notebook and profile."""
+    return StudyProgress(total_questions, f"{notebook} ({profile.name})", enabled=enabled)
+
+
 def judge_for(profile: Profile) -> LongMemEvalJudge | None:
     """The profile's LongMemEval judge (None when `judge:` is null)."""
     if not profile.judge:
@@ -422,22 +428,27 @@ def compare_conditions(
     *,
     directory: Path,
     judge: Any = None,
-    progress: bool = True,
+    progress: bool | StudyProgress = True,
 ) -> ConditionComparison:
-    """Run both conditions (files under `directory`), pair them by question, test and classify."""
-    runs = {
-        condition: run_condition(
-            episodes,
-            condition,
-            model,
-            settings,
-            judge=judge,
-            output_dir=directory,
-            run_name=default_run_name(condition, model.name, settings.notes_budget_chars, None),
-            progress=progress,
-        )
-        for condition in CONDITIONS
-    }
+    """Run both conditions (files under `directory`), pair them by question, test and classify.
+
+    `progress`: the study's bar to count both runs on, or a bool for a bar of this comparison's own.
+    """
+    total = len(episodes) * len(CONDITIONS)
+    with progress_bar(progress, total=total, description=f"compare conditions | {model.name}") as bar:
+        runs = {
+            condition: run_condition(
+                episodes,
+                condition,
+                model,
+                settings,
+                judge=judge,
+                output_dir=directory,
+                run_name=default_run_name(condition, model.name, settings.notes_budget_chars, None),
+                progress=bar,
+            )
+            for condition in CONDITIONS
+        }
     return pair_conditions(
         runs,
         model_name=model.name,

@@ -45,6 +45,7 @@ from supersede_lib.studies.common import (
     paper_label,
     percent,
     record_summary,
+    study_progress,
     write_table,
 )
 from supersede_lib.studies.profiles import EnvironmentBlock, Profile, SaturationBlock
@@ -248,35 +249,41 @@ def run_environment_conditions(profile: str | Profile, *, progress: bool = True)
     judge = judge_for(profile)
     budget = block.notes_budget_chars
     episodes = load_episodes(block.episodes)
-    runner = run_condition(
-        episodes,
-        "bounded_memory",
-        model,
-        RunSettings(
-            notes_budget_chars=budget, concurrency=profile.concurrency, prompt_variant=profile.prompt_variant
-        ),
-        judge=judge,
-        output_dir=directory,
-        run_name=default_run_name("bounded_memory", model.name, budget, None),
-        progress=progress,
-    ).frame
-    rollouts, served = evaluate_environment(
-        episodes,
-        model,
-        notes_budget_chars=budget,
-        concurrency=profile.concurrency,
-        progress=progress,
-        prompt_variant=profile.prompt_variant,
-    )
-    saturation = run_condition(
-        load_episodes(saturation_block.episodes),
-        "full_context",
-        model,
-        RunSettings(concurrency=profile.concurrency, prompt_variant=profile.prompt_variant),
-        output_dir=directory,
-        run_name=default_run_name("saturation_full_context", model.name, None, None),
-        progress=progress,
-    ).frame
+    saturation_episodes = load_episodes(saturation_block.episodes)
+    # the study's bar counts the runner's two runs; the environment keeps verifiers' own bar
+    total = len(episodes) + len(saturation_episodes)
+    with study_progress(profile, NOTEBOOK_ENVIRONMENT, total, progress) as bar:
+        runner = run_condition(
+            episodes,
+            "bounded_memory",
+            model,
+            RunSettings(
+                notes_budget_chars=budget,
+                concurrency=profile.concurrency,
+                prompt_variant=profile.prompt_variant,
+            ),
+            judge=judge,
+            output_dir=directory,
+            run_name=default_run_name("bounded_memory", model.name, budget, None),
+            progress=bar,
+        ).frame
+        rollouts, served = evaluate_environment(
+            episodes,
+            model,
+            notes_budget_chars=budget,
+            concurrency=profile.concurrency,
+            progress=progress,
+            prompt_variant=profile.prompt_variant,
+        )
+        saturation = run_condition(
+            saturation_episodes,
+            "full_context",
+            model,
+            RunSettings(concurrency=profile.concurrency, prompt_variant=profile.prompt_variant),
+            output_dir=directory,
+            run_name=default_run_name("saturation_full_context", model.name, None, None),
+            progress=bar,
+        ).frame
     return EnvironmentRuns(
         profile=profile,
         model=model.name,

@@ -32,6 +32,7 @@ from supersede_lib.studies.common import (
     record_summary,
     release_model,
     shares_as_percent,
+    study_progress,
     write_failures,
     write_table,
 )
@@ -127,19 +128,21 @@ def run_frontier_models(profile: str | Profile, *, progress: bool = True) -> lis
         prompt_variant=profile.prompt_variant,
     )
     comparisons = []
-    for spec in block.models:
-        model = profiles.model_for(spec, profile)
-        comparisons.append(
-            compare_conditions(
-                episodes,
-                model,
-                settings,
-                directory=directory,
-                judge=judge,
-                progress=progress,
+    total = len(episodes) * len(CONDITIONS) * len(block.models)
+    with study_progress(profile, NOTEBOOK_FRONTIER, total, progress) as bar:
+        for spec in block.models:
+            model = profiles.model_for(spec, profile)
+            comparisons.append(
+                compare_conditions(
+                    episodes,
+                    model,
+                    settings,
+                    directory=directory,
+                    judge=judge,
+                    progress=bar,
+                )
             )
-        )
-        release_model(model)
+            release_model(model)
     return comparisons
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings
+from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import common, paper_results, profiles
 from supersede_lib.studies.profiles import IsolationBlock, Profile
 
@@ -85,18 +86,21 @@ def run_isolation_conditions(profile: str | Profile, *, progress: bool = True) -
     """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder)."""
     profile = profiles.as_profile(profile)
     block: IsolationBlock = profile.require("isolation")
-    return common.compare_conditions(
-        load_episodes(block.episodes),
-        profiles.model_for(profile.model, profile),
-        RunSettings(
-            notes_budget_chars=block.notes_budget_chars,
-            concurrency=profile.concurrency,
-            prompt_variant=profile.prompt_variant,
-        ),
-        directory=profiles.output_dir(profile, common.NOTEBOOK_ISOLATION),
-        judge=common.judge_for(profile),
-        progress=progress,
-    )
+    episodes = load_episodes(block.episodes)
+    total = len(episodes) * len(CONDITIONS)
+    with common.study_progress(profile, common.NOTEBOOK_ISOLATION, total, progress) as bar:
+        return common.compare_conditions(
+            episodes,
+            profiles.model_for(profile.model, profile),
+            RunSettings(
+                notes_budget_chars=block.notes_budget_chars,
+                concurrency=profile.concurrency,
+                prompt_variant=profile.prompt_variant,
+            ),
+            directory=profiles.output_dir(profile, common.NOTEBOOK_ISOLATION),
+            judge=common.judge_for(profile),
+            progress=bar,
+        )
 
 
 def analyse_isolation(profile: str | Profile, comparison: common.ConditionComparison) -> IsolationResult:

@@ -39,6 +39,7 @@ from supersede_lib.studies.common import (
     percent,
     record_summary,
     shares_as_percent,
+    study_progress,
     write_failures,
     write_table,
 )
@@ -97,18 +98,20 @@ def run_scale_conditions(profile: str | Profile, *, progress: bool = True) -> Sc
         "long_fixed": (long, fixed),
         "long_per_session": (long, per_session),
     }
-    runs = {
-        condition: run_condition(
-            episodes,
-            "bounded_memory",
-            model,
-            settings,
-            output_dir=directory,
-            run_name=default_run_name(condition, model.name, None, None),
-            progress=progress,
-        )
-        for condition, (episodes, settings) in plan.items()
-    }
+    total = sum(len(episodes) for episodes, _ in plan.values())
+    with study_progress(profile, NOTEBOOK_SCALE, total, progress) as bar:
+        runs = {
+            condition: run_condition(
+                episodes,
+                "bounded_memory",
+                model,
+                settings,
+                output_dir=directory,
+                run_name=default_run_name(condition, model.name, None, None),
+                progress=bar,
+            )
+            for condition, (episodes, settings) in plan.items()
+        }
     return ScaleRuns(profile=profile, model=model.name, runs=runs, long_episodes=long)
 
 

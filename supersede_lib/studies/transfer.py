@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff
 from supersede_lib.models.cache import CachedChatModel
@@ -39,6 +40,7 @@ from supersede_lib.studies.common import (
     percent,
     record_summary,
     release_model,
+    study_progress,
     write_table,
 )
 from supersede_lib.studies.profiles import Profile, TrainingBlock, TransferBlock
@@ -161,7 +163,7 @@ def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
 
 
 def _evaluate(
-    model: Any, episodes: list, directory: Path, run_name: str, settings: RunSettings, progress: bool
+    model: Any, episodes: list, directory: Path, run_name: str, settings: RunSettings, progress: StudyProgress
 ) -> pd.DataFrame:
     return run_condition(
         episodes,
@@ -342,36 +344,42 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
         )
     # the prompt the adapters were trained with; one local model, so concurrent calls would only queue
     settings = RunSettings(notes_budget_chars=budget, concurrency=1, prompt_variant=variants.pop())
-    if any(run.recorded for run in runs):
-        return _replay_checkpoints(profile, runs, base_path, episodes, directory, settings, progress)
-    cache = profiles.profile_cache(profile)
+    total = len(episodes) * (1 + sum(len(run.checkpoints) for run in runs))  # the base, then each checkpoint
+    with study_progress(profile, NOTEBOOK_TRANSFER, total, progress) as bar:
+        if any(run.recorded for run in runs):
+            return _replay_checkpoints(profile, runs, base_path, episodes, directory, settings, bar)
+        cache = profiles.profile_cache(profile)
 
-    def cached(model: Any) -> CachedChatModel:
-        return CachedChatModel(
-            model, cache, replay=not profiles.live_calls_forced(), commit=profiles.commit_label()
-        )
+        def cached(model: Any) -> CachedChatModel:
+            return CachedChatModel(
+                model, cache, replay=not profiles.live_calls_forced(), commit=profiles.commit_label()
+            )
 
-    base = HFChatModel(base_path)
-    base_name = base.name
-    raw = TransferRuns(profile, runs, base_path, base.base_fingerprint(), budget, len(episodes))
-    raw.dtype = base.dtype
-    raw.add("base", _evaluate(cached(base), episodes, directory, "base", settings, progress))
-    release_model(base)
-    for run in runs:
-        for step, adapter in run.checkpoints:
-            sha = adapter_file_fingerprint(adapter)
-            name = _checkpoint_model_name(base_name, sha)
-            trained = HFChatModel(base_path, adapter_path=str(adapter), name=name)
-            if trained.base_fingerprint() != raw.base_fingerprint or trained.adapter_fingerprint is None:
-                raise AssertionError(
-                    f"{run.label} step {step} ({name}): base weights differ from the untrained base, not only the adapter"
-                )
-            run_name = f"{run.label}__step-{step}"
-            frame = _evaluate(cached(trained), episodes, directory, run_name, settings, progress)
-            raw.add(run_name, frame, run.curriculum, run.seed, step)
-            release_model(trained)
-            raw.adapters[run_name] = {"adapter": str(adapter), "sha256": sha, "differs_only_by_adapter": True}
-    return raw
+        base = HFChatModel(base_path)
+        base_name = base.name
+        raw = TransferRuns(profile, runs, base_path, base.base_fingerprint(), budget, len(episodes))
+        raw.dtype = base.dtype
+        raw.add("base", _evaluate(cached(base), episodes, directory, "base", settings, bar))
+        release_model(base)
+        for run in runs:
+            for step, adapter in run.checkpoints:
+                sha = adapter_file_fingerprint(adapter)
+                name = _checkpoint_model_name(base_name, sha)
+                trained = HFChatModel(base_path, adapter_path=str(adapter), name=name)
+                if trained.base_fingerprint() != raw.base_fingerprint or trained.adapter_fingerprint is None:
+                    raise AssertionError(
+                        f"{run.label} step {step} ({name}): base weights differ from the untrained base, not only the adapter"
+                    )
+                run_name = f"{run.label}__step-{step}"
+                frame = _evaluate(cached(trained), episodes, directory, run_name, settings, bar)
+                raw.add(run_name, frame, run.curriculum, run.seed, step)
+                release_model(trained)
+                raw.adapters[run_name] = {
+                    "adapter": str(adapter),
+                    "sha256": sha,
+                    "differs_only_by_adapter": True,
+                }
+        return raw
 
 
 def _replay_checkpoints(
@@ -381,7 +389,7 @@ def _replay_checkpoints(
     episodes: list,
     directory: Path,
     settings: RunSettings,
-    progress: bool,
+    progress: StudyProgress,
 ) -> TransferRuns:
     """Base and every recorded checkpoint from their recorded replies (no weights are loaded)."""
     recorded = _recorded_transfer(directory)
