@@ -276,9 +276,10 @@ def training_notebook() -> nbformat.NotebookNode:
         "from its last checkpoint when this notebook is run again. See `docs/training.md` for the design.",
         [
             new_markdown_cell(
-                "One run per curriculum and seed of the profile's `training:` block: `fixed` is the paper's "
-                "(one difficulty throughout); `adaptive` moves up the generator's difficulty ladder when most "
-                "rollouts of the groups succeed, so the advantage does not vanish."
+                "One run per reward, curriculum and seed of the profile's `training:` block: `fixed` is the "
+                "paper's (one difficulty throughout); `adaptive` moves up the generator's difficulty ladder when "
+                "most rollouts of the groups succeed, so the advantage does not vanish. The `sparse` reward is "
+                "the paper's (the answer alone); `memory` adds credit when the notes hold the current value."
             ),
             new_code_cell(
                 "result = training.run_training(profile)\n"
@@ -318,13 +319,15 @@ def transfer_notebook() -> nbformat.NotebookNode:
             ),
             new_code_cell("show_figure(result.figures['figure4b'])"),
             new_markdown_cell(
-                "Accuracy by step, averaged over seeds (95% interval from resampling questions), and fixed vs "
-                "adaptive curriculum at each run's final checkpoint."
+                "Accuracy by step, averaged over seeds (95% interval from resampling questions), then fixed vs "
+                "adaptive curriculum and sparse vs memory reward at each run's final checkpoint."
             ),
             new_code_cell(
                 "show(result.by_step, 'Accuracy by step')\n"
                 "if not result.curricula.empty:\n"
-                "    show(result.curricula, 'Fixed vs adaptive curriculum')"
+                "    show(result.curricula, 'Fixed vs adaptive curriculum')\n"
+                "if not result.rewards.empty:\n"
+                "    show(result.rewards, 'Sparse vs memory reward')"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],

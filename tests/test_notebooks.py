@@ -159,7 +159,7 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
     environment = json.loads((root / "05_environment_validation" / "summary.json").read_text())
     assert environment["all_terminated"] is True
     smoke = profiles.load_profile("smoke")
-    runs = len(smoke.training.seeds) * len(smoke.training.curricula)
+    runs = len(smoke.training.seeds) * len(smoke.training.curricula) * len(smoke.training.rewards)
     training = json.loads((root / "06_grpo_training" / "summary.json").read_text())
     assert len(training["runs"]) == runs
     for trained in training["runs"].values():

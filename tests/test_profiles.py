@@ -91,6 +91,12 @@ def test_bad_values_say_what_is_allowed(tmp_path: Path) -> None:
     assert "scale.long.difficulty: must be one of 'easy', 'medium'" in message
     message = _error(tmp_path, MINIMAL + "training: {preset: smoke, overrides: {learning_rat: 0.1}}\n")
     assert "training.overrides: unknown TrainingConfig field(s) learning_rat" in message
+    message = _error(tmp_path, MINIMAL + "training: {preset: smoke, rewards: [sparse, dense]}\n")
+    assert message.endswith("training.rewards[1]: must be one of 'sparse' or 'memory' (got 'dense')")
+    message = _error(
+        tmp_path, MINIMAL + "training: {preset: smoke, rewards: [memory], overrides: {reward: memory}}\n"
+    )
+    assert "training.overrides: reward: chosen by training.rewards" in message
     message = _error(tmp_path, "description: no name\nmodel: {}\n")
     assert message.endswith("name: missing (required)")
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("trl")
 pytest.importorskip("peft")
@@ -359,6 +360,8 @@ def test_the_command_line_names_the_bad_argument(capsys: pytest.CaptureFixture[s
         ("--profile nope", r"argument --profile nope: no profile 'nope'"),
         ("--profile smoke --seed -1", r"argument --seed: must be a whole number >= 0"),
         ("--profile smoke --curriculum sometimes", r"argument --curriculum: invalid choice"),
+        ("--profile smoke --reward dense", r"argument --reward: invalid choice: 'dense'"),
+        ("--profile smoke --set reward=memory", r"argument --set reward: set by --reward"),
         ("--profile smoke --set max_steps", r"argument --set: expected FIELD=VALUE"),
         ("--profile smoke --set learning_rat=1", r"argument --set learning_rat: not a TrainingConfig field"),
         ("--profile smoke --set max_steps=many", r"argument --set max_steps: expected a value like 3"),
@@ -391,6 +394,37 @@ def test_a_dry_run_shows_the_batch_of_this_launch(
         f"fixed__seed-0: {tmp_path / 'paper' / '06_grpo_training' / 'runs' / 'fixed' / 'seed-0'}" in printed
     )
     assert "new, up to step 250" in printed
+
+
+def test_a_dry_run_lists_every_reward_arm_with_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    runs = tmp_path / "smoke" / "06_grpo_training" / "runs"
+    one_arm = ["--profile", "smoke", "--curriculum", "fixed", "--seed", "0", "--dry-run"]
+    assert training_command([*one_arm, "--reward", "sparse", "memory"]) == 0
+    printed = capsys.readouterr().out
+    assert f"fixed__seed-0: {runs / 'fixed' / 'seed-0'}\n  sparse reward, fixed curriculum\n" in printed
+    assert (
+        f"fixed__memory-reward__seed-0: {runs / 'fixed__memory-reward' / 'seed-0'}\n"
+        "  memory reward, fixed curriculum\n"
+    ) in printed
+    assert training_command(one_arm) == 0  # the smoke profile lists no rewards: the paper's sparse one
+    printed = capsys.readouterr().out
+    assert "sparse reward, fixed curriculum" in printed and "memory" not in printed
+
+    # without --reward, the profile's training.rewards decide
+    data = yaml.safe_load((profiles.CONFIG_DIR / "smoke.yaml").read_text())
+    data["training"]["rewards"] = ["memory"]
+    path = tmp_path / "memory-only.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert (
+        training_command(["--profile", str(path), "--curriculum", "adaptive", "--seed", "1", "--dry-run"])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert f"adaptive__memory-reward__seed-1: {runs / 'adaptive__memory-reward' / 'seed-1'}" in printed
+    assert "fixed" not in printed and "sparse reward" not in printed
 
 
 def test_each_data_parallel_process_loads_unsloth_onto_its_own_gpu(

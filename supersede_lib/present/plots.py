@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -181,6 +182,12 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     return path
 
 
+def _arm_colors(runs: pd.DataFrame) -> dict[tuple[str, str], Any]:
+    """One colour per (curriculum, reward_type) arm, in order of appearance."""
+    arms = list(dict.fromkeys(zip(runs["curriculum"], runs["reward_type"], strict=True)))
+    return dict(zip(arms, _palette(len(arms)), strict=True))
+
+
 def training_curves_figure(
     metrics: pd.DataFrame,
     *,
@@ -190,9 +197,10 @@ def training_curves_figure(
 ) -> Figure:
     """Figure 4a: GRPO reward per step for every run (rolling mean), zero-advantage share below.
 
-    `metrics` is tidy (step, reward, zero_advantage_fraction, difficulty, curriculum, seed).
-    Curriculum moves are marked where a run's difficulty changes. `paper` = (reward at start,
-    reward at end, stop step): the paper reports only these, so its panel shows two points.
+    `metrics` is tidy (step, reward, zero_advantage_fraction, difficulty, curriculum, reward_type,
+    seed, run); one colour per (curriculum, reward type) arm. Curriculum moves are marked where a
+    run's difficulty changes. `paper` = (reward at start, reward at end, stop step): the paper
+    reports only these, so its panel shows two points.
     """
     sns.set_theme(style="whitegrid")
     columns = 2 if paper is not None else 1
@@ -200,12 +208,12 @@ def training_curves_figure(
         2, columns, figsize=(6.0 * columns, 5.6), squeeze=False, sharex="col", height_ratios=[3, 1.4]
     )
     reward_ax, zero_ax = axes[0][0], axes[1][0]
-    curricula = list(dict.fromkeys(metrics["curriculum"]))
-    colors = dict(zip(curricula, _palette(len(curricula)), strict=True))
-    for (curriculum, seed), run in metrics.groupby(["curriculum", "seed"], sort=False):
+    colors = _arm_colors(metrics)
+    for _, run in metrics.groupby("run", sort=False):
         run = run.sort_values("step")
-        label = f"{curriculum}, seed {seed}"
-        color = colors[curriculum]
+        curriculum, reward_type, seed = run.iloc[0][["curriculum", "reward_type", "seed"]]
+        label = f"{curriculum}, {reward_type} reward, seed {seed}"
+        color = colors[(curriculum, reward_type)]
         reward_ax.plot(run["step"], run["reward"], color=color, alpha=0.3, lw=1)
         smooth = run["reward"].rolling(window, min_periods=1).mean()
         reward_ax.plot(run["step"], smooth, color=color, lw=2, label=f"{label} ({window}-step mean)")
@@ -261,8 +269,9 @@ def transfer_figure(
 ) -> Figure:
     """Figure 4b: held-out accuracy by training step, per run (Wilson 95%) and the mean over seeds.
 
-    The base model is drawn at step 0 for every curriculum. With several seeds the mean line carries
-    a band from resampling questions (`studies.transfer.seed_aggregate`).
+    The base model is drawn at step 0 for every run; one colour per (curriculum, reward_type) arm.
+    With several seeds the mean line carries a band from resampling questions
+    (`studies.transfer.seed_aggregate`).
     """
     sns.set_theme(style="whitegrid")
     columns = 2 if paper is not None else 1
@@ -270,19 +279,18 @@ def transfer_figure(
     ax = axes[0][0]
     base = checkpoints[checkpoints["run"] == "base"].iloc[0]
     trained = checkpoints[checkpoints["run"] != "base"]
-    curricula = list(dict.fromkeys(trained["curriculum"]))
-    colors = dict(zip(curricula, _palette(len(curricula)), strict=True))
-    offsets = {
-        curriculum: 0.08 * (index - (len(curricula) - 1) / 2) for index, curriculum in enumerate(curricula)
-    }
+    colors = _arm_colors(trained)
+    offsets = {arm: 0.08 * (index - (len(colors) - 1) / 2) for index, arm in enumerate(colors)}
     span = max(1, int(trained["step"].max()) if len(trained) else 1)
-    for (curriculum, seed), run in trained.groupby(["curriculum", "seed"], sort=False):
+    for _, run in trained.groupby("run_group", sort=False):
         run = run.sort_values("step")
+        curriculum, reward_type, seed = run.iloc[0][["curriculum", "reward_type", "seed"]]
+        arm = (curriculum, reward_type)
         steps = [0, *run["step"].tolist()]
         accuracy = [base["accuracy"], *run["accuracy"].tolist()]
         low = [base["ci_low"], *run["ci_low"].tolist()]
         high = [base["ci_high"], *run["ci_high"].tolist()]
-        x = [step + offsets[curriculum] * span for step in steps]
+        x = [step + offsets[arm] * span for step in steps]
         ax.errorbar(
             x,
             accuracy,
@@ -290,29 +298,29 @@ def transfer_figure(
                 [max(0.0, a - lo) for a, lo in zip(accuracy, low, strict=True)],
                 [max(0.0, hi - a) for a, hi in zip(accuracy, high, strict=True)],
             ],
-            color=colors[curriculum],
+            color=colors[arm],
             marker="o",
             capsize=3,
             lw=1,
             alpha=0.6,
-            label=f"{curriculum}, seed {int(seed)} (Wilson 95%)",
+            label=f"{curriculum}, {reward_type} reward, seed {int(seed)} (Wilson 95%)",
         )
-    for curriculum, group in by_step.groupby("curriculum", sort=False):
+    for (curriculum, reward_type), group in by_step.groupby(["curriculum", "reward_type"], sort=False):
         if group["seeds"].max() < 2:
             continue
         group = group.sort_values("step")
         ax.plot(
             group["step"],
             group["mean_accuracy"],
-            color=colors.get(curriculum, "black"),
+            color=colors.get((curriculum, reward_type), "black"),
             lw=2.5,
-            label=f"{curriculum}, mean of {int(group['seeds'].max())} seeds",
+            label=f"{curriculum}, {reward_type} reward, mean of {int(group['seeds'].max())} seeds",
         )
         ax.fill_between(
             group["step"],
             group["ci_low"],
             group["ci_high"],
-            color=colors.get(curriculum, "black"),
+            color=colors.get((curriculum, reward_type), "black"),
             alpha=0.15,
         )
     ax.axhline(base["accuracy"], color="0.5", ls=":", lw=1, label="base (untrained)")

@@ -28,7 +28,7 @@ from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import make_chat_model
 from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
 from supersede_lib.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
-from supersede_lib.train.config import CURRICULUM_MODES, PRESETS, TrainingConfig
+from supersede_lib.train.config import CURRICULUM_MODES, DEFAULT_REWARD, PRESETS, REWARDS, TrainingConfig
 
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
@@ -90,12 +90,20 @@ class SaturationBlock(_Block):
 
 
 class TrainingBlock(_Block):
-    """06: one GRPO run per (curriculum, seed) from a `TrainingConfig` preset plus `overrides`."""
+    """06: one GRPO run per (reward, curriculum, seed) from a `TrainingConfig` preset plus `overrides`.
+
+    `rewards` names `TrainingConfig.reward`s: `sparse` (the paper's: the answer alone) and/or
+    `memory` (plus credit when the notes hold the current value). A sparse run keeps the folder and
+    label it had before rewards were listed here (`runs/fixed/seed-0`, `fixed__seed-0`); another
+    reward adds itself to the arm (`runs/fixed__memory-reward/seed-0`, `fixed__memory-reward__seed-0`).
+    Only `rewards` chooses the reward: `overrides` may not set it.
+    """
 
     preset: Literal[PRESETS]
     seeds: list[Seed] = Field(default=[0], min_length=1)
     curricula: list[Literal[CURRICULUM_MODES]] = Field(default=["fixed"], min_length=1)
-    overrides: dict[str, Any] = Field(default_factory=dict)  # any TrainingConfig field
+    rewards: list[Literal[REWARDS]] = Field(default=[DEFAULT_REWARD], min_length=1)
+    overrides: dict[str, Any] = Field(default_factory=dict)  # any TrainingConfig field but the reward
 
     @field_validator("overrides")
     @classmethod
@@ -104,6 +112,10 @@ class TrainingBlock(_Block):
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ValueError(f"unknown TrainingConfig field(s) {', '.join(unknown)}")
+        if "reward" in overrides:
+            raise ValueError(
+                "reward: chosen by training.rewards (e.g. rewards: [sparse, memory]), not by overrides"
+            )
         return overrides
 
 

@@ -1,17 +1,19 @@
 """Notebook 06 (paper §5.3, Figure 4a): GRPO training of the bounded-memory agent.
 
-`run_training(profile)` = `train_runs` (one LoRA adapter per (curriculum, seed) named in the
-profile's `training:` block, through `supersede_lib.train`; an interrupted run resumes, a finished
+`run_training(profile)` = `train_runs` (one LoRA adapter per (reward, curriculum, seed) named in
+the profile's `training:` block, through `supersede_lib.train`; an interrupted run resumes, a finished
 one is read back) → `analyse_training` (per-step metrics, one row per run, the paper's facts beside
 ours) → `write_training` (copied run files, tables, Figure 4a, summary.json).
 `python -m supersede_lib.train --profile P` runs `train_runs` from a shell, data-parallel under
 `accelerate launch`; 06 then reads the finished runs back.
 
 Run directories (adapters, optimiser state) live under `outputs/<profile>/06_grpo_training/runs/`,
-which git ignores. The small result files (metrics, rollouts, run summaries, configs, tables,
-figures) are copied beside them and committed. A fresh clone without the run folder reads a run
-back from those copies (`recorded_run`) when their config is the one the profile would train, so
-06 re-derives its tables in seconds; `reproduce --live` (or a changed config) trains again.
+which git ignores: `runs/<arm>/seed-N`, labelled `<arm>__seed-N`, where the arm is the curriculum
+for the paper's sparse reward (`fixed`) and names any other reward (`fixed__memory-reward`). The
+small result files (metrics, rollouts, run summaries, configs, tables, figures) are copied beside
+them and committed. A fresh clone without the run folder reads a run back from those copies
+(`recorded_run`) when their config is the one the profile would train, so 06 re-derives its
+tables in seconds; `reproduce --live` (or a changed config) trains again.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from supersede_lib.studies.common import (
 from supersede_lib.studies.profiles import Profile, TrainingBlock
 from supersede_lib.train.config import (
     CONFIG_FILE,
+    DEFAULT_REWARD,
     METRICS_FILE,
     ROLLOUTS_FILE,
     SUMMARY_FILE,
@@ -64,24 +67,46 @@ PAPER_MODEL = "Qwen2.5-3B-Instruct"
 
 
 def runs_root(profile: Profile) -> Path:
-    """outputs/<profile>/06_grpo_training/runs/: one folder per curriculum arm."""
+    """outputs/<profile>/06_grpo_training/runs/: one folder per (curriculum, reward) arm."""
     return profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING / RUNS_FOLDER
 
 
-def training_config_for(profile: Profile, curriculum: str) -> TrainingConfig:
-    """The `TrainingConfig` of one curriculum arm: the preset, the profile's prompt and overrides, its run folder."""
+def run_arm(curriculum: str, reward: str = DEFAULT_REWARD) -> str:
+    """`fixed`, or `fixed__memory-reward`: the folder of one (curriculum, reward) arm.
+
+    The paper's sparse reward adds nothing, so those runs keep the folders and labels they had
+    before the reward was an axis, and their committed run files are still read back.
+    """
+    return curriculum if reward == DEFAULT_REWARD else f"{curriculum}__{reward}-reward"
+
+
+def training_config_for(profile: Profile, curriculum: str, reward: str = DEFAULT_REWARD) -> TrainingConfig:
+    """The `TrainingConfig` of one arm: the preset, the profile's prompt and overrides, its run folder."""
     block: TrainingBlock = profile.require("training")
     return TrainingConfig.preset(
         block.preset,
         **{"prompt_variant": profile.prompt_variant, **block.overrides},
         curriculum=curriculum,
-        output_dir=str(runs_root(profile) / curriculum),
+        reward=reward,
+        output_dir=str(runs_root(profile) / run_arm(curriculum, reward)),
     )
 
 
-def run_label(curriculum: str, seed: int) -> str:
-    """`fixed__seed-0`: the prefix of one run's copied result files."""
-    return f"{curriculum}__seed-{seed}"
+def arm_configs(
+    profile: Profile, *, curricula: Sequence[str] | None = None, rewards: Sequence[str] | None = None
+) -> list[tuple[str, TrainingConfig]]:
+    """(curriculum, config) of every arm to train, rewards outermost; the block's unless named."""
+    block: TrainingBlock = profile.require("training")
+    return [
+        (curriculum, training_config_for(profile, curriculum, reward))
+        for reward in (rewards if rewards is not None else block.rewards)
+        for curriculum in (curricula if curricula is not None else block.curricula)
+    ]
+
+
+def run_label(curriculum: str, seed: int, reward: str = DEFAULT_REWARD) -> str:
+    """`fixed__seed-0` (`fixed__memory-reward__seed-0`): the prefix of one run's copied result files."""
+    return f"{run_arm(curriculum, reward)}__seed-{seed}"
 
 
 def model_label(config: TrainingConfig) -> str:
@@ -112,7 +137,7 @@ def device_label() -> str:
 
 @dataclass
 class TrainedRun:
-    """One (curriculum, seed) run: its config, result and where its checkpoints are."""
+    """One (reward, curriculum, seed) run: its config, result and where its checkpoints are."""
 
     curriculum: str
     seed: int
@@ -121,8 +146,13 @@ class TrainedRun:
     recorded: bool = False  # read back from the committed copies: no run folder, no adapters here
 
     @property
+    def reward(self) -> str:
+        """The reward it trained with (`TrainingConfig.reward`: sparse or memory)."""
+        return self.config.reward
+
+    @property
     def label(self) -> str:
-        return run_label(self.curriculum, self.seed)
+        return run_label(self.curriculum, self.seed, self.reward)
 
     @property
     def trajectories_per_step(self) -> int:
@@ -145,7 +175,7 @@ class TrainingStudyResult(StudyResult):
     model: str
     data_label: str
     runs: list[TrainedRun]
-    metrics: pd.DataFrame  # one row per (run, step): training.load_metrics plus curriculum and seed
+    metrics: pd.DataFrame  # one row per (run, step): load_metrics plus curriculum, reward_type, seed, run
     runs_table: pd.DataFrame
     paper_table: pd.DataFrame
 
@@ -183,12 +213,13 @@ def runs_table(runs: Sequence[TrainedRun], metrics: pd.DataFrame) -> pd.DataFram
     """One row per run: length, why it stopped, reward at the start and end, speed."""
     rows = []
     for run in runs:
-        frame = metrics[(metrics["curriculum"] == run.curriculum) & (metrics["seed"] == run.seed)]
+        frame = metrics[metrics["run"] == run.label]
         window = max(1, min(10, len(frame) // 2))
         moves = " → ".join([run.config.difficulty, *(move["to"] for move in run.result.curriculum_history)])
         rows.append(
             {
                 "run": run.label,
+                "reward_type": run.reward,
                 "steps": run.result.final_step,
                 "stopped by": run.result.stop_reason,
                 "trajectories": run.result.final_step * run.trajectories_per_step,
@@ -207,18 +238,8 @@ def paper_comparison_table(
     runs: Sequence[TrainedRun], metrics: pd.DataFrame, ours_header: str
 ) -> pd.DataFrame:
     """The paper's reported training facts beside ours (one column each, never mixed)."""
-    first = [
-        _edge_mean(
-            metrics[(metrics.curriculum == run.curriculum) & (metrics.seed == run.seed)]["reward"], 1, False
-        )
-        for run in runs
-    ]
-    last = [
-        _edge_mean(
-            metrics[(metrics.curriculum == run.curriculum) & (metrics.seed == run.seed)]["reward"], 1, True
-        )
-        for run in runs
-    ]
+    first = [_edge_mean(metrics[metrics["run"] == run.label]["reward"], 1, False) for run in runs]
+    last = [_edge_mean(metrics[metrics["run"] == run.label]["reward"], 1, True) for run in runs]
     stopped = [f"{run.label}: {run.result.stop_reason} at step {run.result.final_step}" for run in runs]
     return pd.DataFrame(
         [
@@ -257,7 +278,7 @@ def recorded_run(
     and summary are the committed ones; the adapters are not in the checkout.
     """
     directory = directory or profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING
-    label = run_label(curriculum, seed)
+    label = run_label(curriculum, seed, config.reward)
     metrics, _, summary, saved_config = (directory / name for name in _recorded_file_names(label))
     if not (metrics.exists() and summary.exists() and saved_config.exists()):
         return None
@@ -275,19 +296,19 @@ def train_runs(
     *,
     seeds: Sequence[int] | None = None,
     curricula: Sequence[str] | None = None,
+    rewards: Sequence[str] | None = None,
 ) -> list[TrainedRun]:
-    """Train (or resume, or read back) one run per (curriculum, seed) of the profile's `training:` block.
+    """Train (or resume, or read back) one run per (reward, curriculum, seed) of the `training:` block.
 
     A run with no folder here is read back from its committed copies (`recorded_run`) unless
-    live calls are forced (`reproduce --live`). `seeds` and `curricula` pick other runs than the
-    block's. Under a data-parallel launch (`python -m supersede_lib.train`) every process calls
-    this and trains the same runs together.
+    live calls are forced (`reproduce --live`). `seeds`, `curricula` and `rewards` pick other runs
+    than the block's. Under a data-parallel launch (`python -m supersede_lib.train`) every process
+    calls this and trains the same runs together.
     """
     profile = profiles.as_profile(profile)
     block: TrainingBlock = profile.require("training")
     runs = []
-    for curriculum in curricula if curricula is not None else block.curricula:
-        config = training_config_for(profile, curriculum)
+    for curriculum, config in arm_configs(profile, curricula=curricula, rewards=rewards):
         for seed in seeds if seeds is not None else block.seeds:
             started = (run_dir_for(config, seed) / CONFIG_FILE).exists()
             recorded = None
@@ -305,7 +326,9 @@ def analyse_training(profile: str | Profile, runs: Sequence[TrainedRun]) -> Trai
     """Per-step metrics of every run, one row per run, and the paper's training facts beside ours."""
     profile = profiles.as_profile(profile)
     frames = [
-        load_metrics(run.result.metrics_path).assign(curriculum=run.curriculum, seed=run.seed, run=run.label)
+        load_metrics(run.result.metrics_path).assign(
+            curriculum=run.curriculum, reward_type=run.reward, seed=run.seed, run=run.label
+        )
         for run in runs
     ]
     metrics = pd.concat(frames, ignore_index=True)
@@ -410,7 +433,7 @@ def write_training(result: TrainingStudyResult, directory: Path | None = None) -
 
 
 def run_training(profile: str | Profile, *, seeds: Sequence[int] | None = None) -> TrainingStudyResult:
-    """Paper §5.3 training: one GRPO run per (curriculum, seed) of the profile; resumes, never retrains.
+    """Paper §5.3 training: one GRPO run per (reward, curriculum, seed); resumes, never retrains.
 
     An interrupted run continues from its last checkpoint when called again; a finished run is read
     back. Results land in outputs/<profile>/06_grpo_training/.

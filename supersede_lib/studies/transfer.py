@@ -3,8 +3,9 @@
 `run_transfer(profile)` = `evaluate_checkpoints` (the runs notebook 06 left on disk; base and each
 adapter through the ordinary bounded-memory runner, so harness, prompts and matcher are those of
 studies 02-05; each checkpoint must differ from the base only by its adapter) → `analyse_transfer`
-(accuracy and McNemar against the base, mean over seeds by step, fixed vs adaptive curriculum,
-Table 3 beside the paper's) → `write_transfer` (CSVs, tables, Figure 4b, summary.json).
+(accuracy and McNemar against the base, mean over seeds by step, fixed vs adaptive curriculum and
+sparse vs memory reward at the final checkpoints, Table 3 beside the paper's) → `write_transfer`
+(CSVs, tables, Figure 4b, summary.json).
 
 A fresh clone has no adapters: when 06 read its runs back from the committed files, 07 replays
 every model's recorded replies (the profile's `recorded_responses`) under the names and dtype its
@@ -47,11 +48,11 @@ from supersede_lib.studies.profiles import Profile, TrainingBlock, TransferBlock
 from supersede_lib.studies.training import (
     PAPER_MODEL,
     TrainedRun,
+    arm_configs,
     model_label,
     recorded_run,
-    training_config_for,
 )
-from supersede_lib.train.config import CURRICULUM_MODES, SUMMARY_FILE
+from supersede_lib.train.config import CURRICULUM_MODES, REWARDS, SUMMARY_FILE
 from supersede_lib.train.run import read_run_summary, resolve_base_model, run_dir_for
 
 
@@ -65,7 +66,8 @@ class TransferRuns:
     base_fingerprint: str
     notes_budget_chars: int
     n: int
-    evaluated: list[dict[str, Any]] = field(default_factory=list)  # run, curriculum, seed, step; base first
+    # run, curriculum, reward_type, seed, step; the base first
+    evaluated: list[dict[str, Any]] = field(default_factory=list)
     correct_by_model: dict[str, pd.Series] = field(default_factory=dict)  # run -> correct per question
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> adapter path, sha256, check
     dtype: str | None = None  # of the evaluated weights: part of the replies' cache namespace
@@ -77,10 +79,19 @@ class TransferRuns:
         curriculum: str | None = None,
         seed: int | None = None,
         step: int = 0,
+        reward_type: str | None = None,
     ) -> None:
         """Record one evaluated model's per-question correctness (matcher verdicts)."""
         self.correct_by_model[run_name] = frame["verdict"].eq("correct")
-        self.evaluated.append({"run": run_name, "curriculum": curriculum, "seed": seed, "step": step})
+        self.evaluated.append(
+            {
+                "run": run_name,
+                "curriculum": curriculum,
+                "reward_type": reward_type,
+                "seed": seed,
+                "step": step,
+            }
+        )
 
 
 @dataclass
@@ -92,8 +103,9 @@ class TransferResult(StudyResult):
     data_label: str
     n: int
     checkpoints: pd.DataFrame  # one row per evaluated model: run, step, accuracy, McNemar vs base
-    by_step: pd.DataFrame  # per curriculum and step: mean over seeds with an interval
-    curricula: pd.DataFrame  # fixed vs adaptive at the final checkpoint
+    by_step: pd.DataFrame  # per curriculum, reward type and step: mean over seeds with an interval
+    curricula: pd.DataFrame  # fixed vs adaptive at the final checkpoint, per reward type
+    rewards: pd.DataFrame  # sparse vs memory reward at the final checkpoint, per curriculum
     table: pd.DataFrame  # Table 3 (ours)
     paper_table: pd.DataFrame  # Table 3 (paper)
     raw: TransferRuns
@@ -107,8 +119,7 @@ def finished_runs(profile: Profile) -> list[TrainedRun]:
     """
     block: TrainingBlock = profile.require("training")
     runs = []
-    for curriculum in block.curricula:
-        config = training_config_for(profile, curriculum)
+    for curriculum, config in arm_configs(profile):
         for seed in block.seeds:
             summary = run_dir_for(config, seed) / SUMMARY_FILE
             if not summary.exists() and not profiles.live_calls_forced():
@@ -177,7 +188,13 @@ def _evaluate(
 
 
 def checkpoint_row(
-    run: str, curriculum: str | None, seed: int | None, step: int, correct: pd.Series, base_correct: pd.Series
+    run: str,
+    curriculum: str | None,
+    seed: int | None,
+    step: int,
+    correct: pd.Series,
+    base_correct: pd.Series,
+    reward_type: str | None = None,
 ) -> dict[str, Any]:
     """Accuracy of one evaluated model, its Wilson interval, and McNemar against the base model."""
     row = accuracy_row(run, "bounded_memory", correct.tolist(), MATCHER)
@@ -185,6 +202,7 @@ def checkpoint_row(
     return {
         "run": run,
         "curriculum": curriculum,
+        "reward_type": reward_type,
         "seed": seed,
         "step": step,
         "n": row["n"],
@@ -203,7 +221,7 @@ def checkpoint_row(
 def seed_aggregate(
     correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame, n_resamples: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
-    """Per curriculum and step: mean accuracy over seeds, with a 95% interval from resampling questions.
+    """Per arm and step: mean accuracy over seeds, with a 95% interval from resampling questions.
 
     Every seed's run is evaluated on the same questions, so one resample of question indices is
     applied to all seeds at once; with one seed this is a plain bootstrap of that run's accuracy.
@@ -211,7 +229,9 @@ def seed_aggregate(
     rows = []
     trained = checkpoints[checkpoints["curriculum"].notna()]
     rng = np.random.default_rng(seed)
-    for (curriculum, step), group in trained.groupby(["curriculum", "step"], sort=True):
+    for (curriculum, reward_type, step), group in trained.groupby(
+        ["curriculum", "reward_type", "step"], sort=True
+    ):
         matrix = np.array([correct_by_model[run].to_numpy(dtype=float) for run in group["run"]])
         per_seed = matrix.mean(axis=1)
         indices = rng.integers(0, matrix.shape[1], size=(n_resamples, matrix.shape[1]))
@@ -219,6 +239,7 @@ def seed_aggregate(
         rows.append(
             {
                 "curriculum": curriculum,
+                "reward_type": reward_type,
                 "step": int(step),
                 "seeds": len(group),
                 "mean_accuracy": float(per_seed.mean()),
@@ -231,55 +252,84 @@ def seed_aggregate(
     return pd.DataFrame(rows)
 
 
-def curriculum_comparison(correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame) -> pd.DataFrame:
-    """Fixed vs adaptive at each run's final checkpoint: per seed McNemar, pooled bootstrap difference."""
+def arm_comparison(
+    correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame, axis: str, arms: tuple[str, str]
+) -> pd.DataFrame:
+    """`arms[1]` vs `arms[0]` of one axis (`curriculum` or `reward_type`) at each run's final checkpoint.
+
+    Runs are paired per seed within each value of the other axis: McNemar per pair, and per value a
+    pooled bootstrap difference. Empty when no seed trained both arms.
+    """
+    within = "reward_type" if axis == "curriculum" else "curriculum"
     trained = checkpoints[checkpoints["curriculum"].notna()]
     final = trained.loc[trained.groupby("run_group")["step"].idxmax()] if len(trained) else trained
-    if set(final.get("curriculum", [])) != set(CURRICULUM_MODES):
-        return pd.DataFrame()
-    rows, fixed_all, adaptive_all = [], [], []
+    rows = []
+    for kept, group in final.groupby(within, sort=False):
+        rows += _paired_arms(correct_by_model, group, axis, arms, {within: kept})
+    return pd.DataFrame(rows)
+
+
+def _paired_arms(
+    correct_by_model: dict[str, pd.Series],
+    final: pd.DataFrame,
+    axis: str,
+    arms: tuple[str, str],
+    kept: dict[str, str],
+) -> list[dict[str, Any]]:
+    """Rows of `arm_comparison` for one value of the other axis (`kept`): per seed, then pooled."""
+    first, second = arms
+    rows, first_all, second_all = [], [], []
     for seed, group in final.groupby("seed"):
-        by_curriculum = group.set_index("curriculum")
-        if not set(CURRICULUM_MODES) <= set(by_curriculum.index):
+        by_arm = group.set_index(axis)
+        if not set(arms) <= set(by_arm.index):
             continue
-        fixed = correct_by_model[by_curriculum.loc["fixed", "run"]]
-        adaptive = correct_by_model[by_curriculum.loc["adaptive", "run"]]
-        fixed_all += fixed.tolist()
-        adaptive_all += adaptive.tolist()
-        test = mcnemar_dict(fixed.tolist(), adaptive.tolist())
+        first_correct = correct_by_model[by_arm.loc[first, "run"]]
+        second_correct = correct_by_model[by_arm.loc[second, "run"]]
+        first_all += first_correct.tolist()
+        second_all += second_correct.tolist()
+        test = mcnemar_dict(first_correct.tolist(), second_correct.tolist())
         rows.append(
             {
+                **kept,
                 "seed": int(seed),
-                "fixed step": int(by_curriculum.loc["fixed", "step"]),
-                "adaptive step": int(by_curriculum.loc["adaptive", "step"]),
-                "fixed accuracy": float(fixed.mean()),
-                "adaptive accuracy": float(adaptive.mean()),
-                "fixed only right": test["b"],
-                "adaptive only right": test["c"],
+                f"{first} step": int(by_arm.loc[first, "step"]),
+                f"{second} step": int(by_arm.loc[second, "step"]),
+                f"{first} accuracy": float(first_correct.mean()),
+                f"{second} accuracy": float(second_correct.mean()),
+                f"{first} only right": test["b"],
+                f"{second} only right": test["c"],
                 "p_exact": test["p_exact"],
             }
         )
     if rows:
-        pooled = paired_bootstrap_diff(adaptive_all, fixed_all)
+        pooled = paired_bootstrap_diff(second_all, first_all)
+        pairs = list(zip(first_all, second_all, strict=True))
         rows.append(
             {
+                **kept,
                 "seed": "all (pooled)",
-                "fixed step": "final",
-                "adaptive step": "final",
-                "fixed accuracy": float(np.mean(fixed_all)),
-                "adaptive accuracy": float(np.mean(adaptive_all)),
-                "fixed only right": int(
-                    sum(f and not a for f, a in zip(fixed_all, adaptive_all, strict=True))
-                ),
-                "adaptive only right": int(
-                    sum(a and not f for f, a in zip(fixed_all, adaptive_all, strict=True))
-                ),
+                f"{first} step": "final",
+                f"{second} step": "final",
+                f"{first} accuracy": float(np.mean(first_all)),
+                f"{second} accuracy": float(np.mean(second_all)),
+                f"{first} only right": int(sum(a and not b for a, b in pairs)),
+                f"{second} only right": int(sum(b and not a for a, b in pairs)),
                 "p_exact": float("nan"),
-                "adaptive - fixed (95% CI)": f"{100 * pooled.diff:+.1f} pts "
+                f"{second} - {first} (95% CI)": f"{100 * pooled.diff:+.1f} pts "
                 f"[{100 * pooled.low:+.1f}, {100 * pooled.high:+.1f}]",
             }
         )
-    return pd.DataFrame(rows)
+    return rows
+
+
+def curriculum_comparison(correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """Fixed vs adaptive at each run's final checkpoint, per reward type (`arm_comparison`)."""
+    return arm_comparison(correct_by_model, checkpoints, "curriculum", CURRICULUM_MODES)
+
+
+def reward_comparison(correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """Sparse vs memory reward at each run's final checkpoint, per curriculum (`arm_comparison`)."""
+    return arm_comparison(correct_by_model, checkpoints, "reward_type", REWARDS)
 
 
 def table3(checkpoints: pd.DataFrame) -> pd.DataFrame:
@@ -372,7 +422,7 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
                     )
                 run_name = f"{run.label}__step-{step}"
                 frame = _evaluate(cached(trained), episodes, directory, run_name, settings, bar)
-                raw.add(run_name, frame, run.curriculum, run.seed, step)
+                raw.add(run_name, frame, run.curriculum, run.seed, step, run.reward)
                 release_model(trained)
                 raw.adapters[run_name] = {
                     "adapter": str(adapter),
@@ -418,13 +468,13 @@ def _replay_checkpoints(
                 raise KeyError(f"{directory / 'summary.json'} records no adapter for {run_name}")
             name = _checkpoint_model_name(base_name, adapters[run_name]["sha256"])
             frame = _evaluate(replayed(name), episodes, directory, run_name, settings, progress)
-            raw.add(run_name, frame, run.curriculum, run.seed, step)
+            raw.add(run_name, frame, run.curriculum, run.seed, step, run.reward)
             raw.adapters[run_name] = adapters[run_name]
     return raw
 
 
 def analyse_transfer(raw: TransferRuns) -> TransferResult:
-    """Accuracy and McNemar against the base per checkpoint, mean over seeds by step, curricula, Table 3."""
+    """Accuracy and McNemar against the base per checkpoint, mean over seeds by step, arms, Table 3."""
     base_correct = raw.correct_by_model["base"]
     checkpoints = pd.DataFrame(
         [
@@ -435,6 +485,7 @@ def analyse_transfer(raw: TransferRuns) -> TransferResult:
                 item["step"],
                 raw.correct_by_model[item["run"]],
                 base_correct,
+                item["reward_type"],
             )
             for item in raw.evaluated
         ]
@@ -449,6 +500,7 @@ def analyse_transfer(raw: TransferRuns) -> TransferResult:
         checkpoints=checkpoints,
         by_step=seed_aggregate(raw.correct_by_model, checkpoints),
         curricula=curriculum_comparison(raw.correct_by_model, checkpoints),
+        rewards=reward_comparison(raw.correct_by_model, checkpoints),
         table=table3(checkpoints),
         paper_table=paper_table3(),
         raw=raw,
@@ -504,6 +556,17 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
                 result.curricula,
                 "Fixed (the paper's curriculum) vs adaptive (climbs the difficulty ladder when groups "
                 f"saturate), each run's final checkpoint, same held-out questions (n = {n} per seed).",
+            )
+        )
+    if not result.rewards.empty:
+        tables.append(
+            write_table(
+                directory,
+                "reward_comparison",
+                result.rewards,
+                "Sparse (the paper's: the answer alone) vs memory reward (plus credit when the notes "
+                "hold the current value), each run's final checkpoint, same held-out questions "
+                f"(n = {n} per seed).",
             )
         )
     figure = plots.transfer_figure(

@@ -3,6 +3,7 @@
     python -m supersede_lib.train --profile offline
     accelerate launch --num_processes 4 -m supersede_lib.train --profile paper
     torchrun --nproc-per-node 4 -m supersede_lib.train --profile paper --curriculum fixed --seed 0
+    python -m supersede_lib.train --profile offline --reward sparse memory --dry-run
 
 The runs, their configs and their folders are notebook 06's (`studies.training.train_runs`): an
 interrupted run resumes, a finished one is read back, and 06 run afterwards reads these runs back
@@ -22,8 +23,8 @@ from typing import Any
 import yaml
 
 from supersede_lib.studies import profiles
-from supersede_lib.studies.training import TrainedRun, run_label, train_runs, training_config_for
-from supersede_lib.train.config import CURRICULUM_MODES, TrainingConfig
+from supersede_lib.studies.training import TrainedRun, arm_configs, run_label, train_runs
+from supersede_lib.train.config import CURRICULUM_MODES, REWARDS, TrainingConfig
 from supersede_lib.train.processes import is_main_process, leave_process_group, process_count
 from supersede_lib.train.run import (
     check_run_config,
@@ -33,8 +34,13 @@ from supersede_lib.train.run import (
     run_dir_for,
 )
 
-# Fields the profile and these flags decide: `--curriculum` picks the arm, the run folders are 06's.
-FIELDS_SET_ELSEWHERE = {"curriculum": "--curriculum", "output_dir": "the profile (06 reads its run folders)"}
+# Fields the profile and these flags decide: `--curriculum` and `--reward` pick the arm, the run
+# folders are 06's.
+FIELDS_SET_ELSEWHERE = {
+    "curriculum": "--curriculum",
+    "reward": "--reward",
+    "output_dir": "the profile (06 reads its run folders)",
+}
 
 
 def _seed(text: str) -> int:
@@ -51,11 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m supersede_lib.train",
         description=(
-            "Train the GRPO runs of a profile's `training:` block (one per curriculum and seed), exactly "
-            "as notebook 06 does: same configs, same run folders under outputs/<profile>/06_grpo_training/"
-            "runs/, an interrupted run resumes, a finished one is read back. Launch it with `accelerate "
-            "launch --num_processes N -m supersede_lib.train ...` (or `torchrun --nproc-per-node N -m ...`) "
-            "to train each run data-parallel on N GPUs; afterwards notebook 06 reads the runs back."
+            "Train the GRPO runs of a profile's `training:` block (one per reward, curriculum and seed), "
+            "exactly as notebook 06 does: same configs, same run folders under outputs/<profile>/"
+            "06_grpo_training/runs/, an interrupted run resumes, a finished one is read back. Launch it with "
+            "`accelerate launch --num_processes N -m supersede_lib.train ...` (or `torchrun --nproc-per-node "
+            "N -m ...`) to train each run data-parallel on N GPUs; afterwards notebook 06 reads the runs "
+            "back."
         ),
         epilog=(
             "episodes_per_step counts per process: N processes train on N x episodes_per_step x "
@@ -75,6 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=CURRICULUM_MODES,
         metavar="{" + ",".join(CURRICULUM_MODES) + "}",
         help="curriculum arm(s) to train (default: the profile's training.curricula)",
+    )
+    parser.add_argument(
+        "--reward",
+        nargs="+",
+        choices=REWARDS,
+        metavar="{" + ",".join(REWARDS) + "}",
+        help=(
+            "reward(s) to train with: sparse = the paper's (the answer alone), memory = plus credit when "
+            "the notes hold the current value (default: the profile's training.rewards)"
+        ),
     )
     parser.add_argument(
         "--seed",
@@ -98,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print each run's folder, state and batch under this launch, and exit without loading a model",
+        help=(
+            "print each run's folder, reward, state and batch under this launch, and exit without loading "
+            "a model"
+        ),
     )
     return parser
 
@@ -142,11 +162,10 @@ def load_training_profile(parser: argparse.ArgumentParser, args: argparse.Namesp
                 f"argument --set {field}: expected a value like {getattr(preset, field)!r}, got {value!r}"
             )
     flag = "--set" if overrides else f"--profile {args.profile}"
-    for curriculum in args.curriculum or block.curricula:
-        try:
-            training_config_for(profile, curriculum)  # TrainingConfig checks how its fields fit together
-        except (TypeError, ValueError) as error:
-            parser.error(f"argument {flag}: {error}")
+    try:  # TrainingConfig checks how its fields fit together
+        arm_configs(profile, curricula=args.curriculum, rewards=args.reward)
+    except (TypeError, ValueError) as error:
+        parser.error(f"argument {flag}: {error}")
     return profile
 
 
@@ -163,12 +182,13 @@ def _same_kind(value: Any, expected: Any) -> bool:
     return isinstance(value, type(expected))
 
 
-def describe_plan(profile: profiles.Profile, curricula: Sequence[str], seeds: Sequence[int]) -> list[str]:
-    """One entry per run: its folder, what `train` would do with it, and its batch under this launch."""
+def describe_plan(
+    profile: profiles.Profile, curricula: Sequence[str], seeds: Sequence[int], rewards: Sequence[str]
+) -> list[str]:
+    """One entry per run: its folder, arm, what `train` would do with it, and its batch under this launch."""
     processes = process_count()
     lines = []
-    for curriculum in curricula:
-        config = training_config_for(profile, curriculum)
+    for curriculum, config in arm_configs(profile, curricula=curricula, rewards=rewards):
         for seed in seeds:
             run_dir = run_dir_for(config, seed)
             finished, checkpoints = finished_run(config, seed), list_checkpoints(run_dir)
@@ -189,14 +209,18 @@ def describe_plan(profile: profiles.Profile, curricula: Sequence[str], seeds: Se
                 f"{config.trajectories_per_step * processes} trajectories per step = {processes} process(es)"
                 f" x {config.episodes_per_step} episode(s) x group {config.num_generations}"
             )
-            lines.append(f"{run_label(curriculum, seed)}: {run_dir}\n  {state}\n  {batch}")
+            arm = f"{config.reward} reward, {curriculum} curriculum"
+            lines.append(
+                f"{run_label(curriculum, seed, config.reward)}: {run_dir}\n  {arm}\n  {state}\n  {batch}"
+            )
     return lines
 
 
 def describe_runs(runs: Sequence[TrainedRun]) -> list[str]:
     return [
         f"{run.label}: step {run.result.final_step} ({run.result.stop_reason}), "
-        f"{run.trajectories_per_step} trajectories per step, {run.result.processes} process(es): "
+        f"{run.trajectories_per_step} trajectories per step, {run.result.processes} process(es), "
+        f"{run.reward} reward: "
         f"{run.result.output_dir}"
         for run in runs
     ]
@@ -207,13 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     profile = load_training_profile(parser, args)
     curricula = args.curriculum or profile.training.curricula
+    rewards = args.reward or profile.training.rewards
     seeds = args.seed or profile.training.seeds
     try:
         if args.dry_run:
             lines = [f"profile {profile.name} ({profile.source}), {process_count()} process(es):"]
-            lines += describe_plan(profile, curricula, seeds)
+            lines += describe_plan(profile, curricula, seeds, rewards)
         else:
-            runs = train_runs(profile, seeds=seeds, curricula=curricula)
+            runs = train_runs(profile, seeds=seeds, curricula=curricula, rewards=rewards)
             lines = [f"profile {profile.name}: {len(runs)} run(s)", *describe_runs(runs)]
             lines.append("Notebook 06 (studies.training.run_training) reads them back: tables and Figure 4a.")
         main_process = is_main_process()

@@ -21,6 +21,7 @@ TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.re
 PRESETS = ("smoke", "offline", "colab", "paper")
 CPU_DTYPES = ("auto", "bfloat16", "float32")
 REWARDS = ("sparse", "memory")
+DEFAULT_REWARD = "sparse"  # the paper's: the answer alone
 CURRICULUM_MODES = ("fixed", "adaptive")
 LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 METRICS_FILE = "metrics.jsonl"
@@ -74,7 +75,9 @@ class TrainingConfig:
     notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how the policy is asked (prompts.PROMPT_VARIANTS)
     stale_penalty_weight: float = 1.0
-    reward: str = "sparse"  # "sparse" (the paper: the answer alone) | "memory" (+ credit for current notes)
+    reward: str = (
+        DEFAULT_REWARD  # "sparse" (the paper: the answer alone) | "memory" (+ credit for current notes)
+    )
     memory_credit: float = 0.5  # the "memory" reward's credit (grpo.memory_credit_scorer)
     # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
     curriculum: str = "fixed"
