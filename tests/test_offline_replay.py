@@ -30,4 +30,7 @@ def test_offline_isolation_replays_from_the_committed_replies_without_a_model(
     manifest = json.loads(
         next((tmp_path / "offline" / "02_isolation").glob("bounded_memory__*.manifest.json")).read_text()
     )
-    assert manifest["provenance"]["live_calls"] == 0 and manifest["provenance"]["replayed_answers"] == 12
+    questions = profiles.load_profile("offline").require("isolation").episodes.n
+    assert (
+        manifest["provenance"]["live_calls"] == 0 and manifest["provenance"]["replayed_answers"] == questions
+    )
