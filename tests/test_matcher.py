@@ -55,6 +55,30 @@ CASES = [
     # stale values inside gold spans, and gold inside stale spans
     ("Rachel moved to the suburbs of Detroit.", ("The suburbs of Detroit",), ("Detroit",), "correct"),
     ("She lives in the Detroit suburbs.", ("The suburbs of Detroit",), ("Detroit",), "correct"),
+    # another spelling of a stale value framed as history is the same mention, not a new one
+    (
+        "Your best 10K is 49:53 now, down from 51:26.",
+        ("49:53", "49 minutes 53 seconds"),
+        ("51:26", "51 minutes 26 seconds"),
+        "correct",
+    ),
+    (
+        "I used to live in Salt Lake City; now I live in Denver.",
+        ("Denver",),
+        ("Salt Lake City", "the Salt Lake City area"),
+        "correct",
+    ),
+    # a chat transcript's speaker labels are no rival answers; advice is no second answer
+    ("I live in Denver.\nassistant: Great city.", ("Denver",), ("Austin",), "correct"),
+    ("User: I moved to Denver.\nAssistant: Nice, enjoy it.", ("Denver",), ("Austin",), "correct"),
+    ("assistant: Denver or Boston.", ("Denver",), ("Austin",), "wrong"),
+    (
+        "You drive a Honda Civic, but you might want to consider a hybrid or an electric car.",
+        ("Honda Civic",),
+        ("Nissan Leaf",),
+        "correct",
+    ),
+    ("Denver, or consider Boston.", ("Denver",), ("Austin",), "wrong"),
     ("Detroit", ("The suburbs of Detroit",), ("Detroit",), "stale"),
     ("Detroit, or maybe the suburbs.", ("The suburbs of Detroit",), ("Detroit",), "ambiguous"),
     ("She lives in Detroit, not the suburbs.", ("The suburbs of Detroit",), ("Detroit",), "stale"),

@@ -142,6 +142,13 @@ _OFFER_OPENINGS = _phrases(
     "if you|let me know|feel free|please|could you|can you|would you|i can|i would be happy"
 )
 
+_SPEAKER_LABEL = re.compile(r"(?im)^[ \t]*(?:user|assistant|system|human|ai)[ \t]*:[ \t]*")
+"""A chat speaker label at a line start ("User:", "assistant:"): a small model echoing a transcript."""
+_ADVICE_WORDS = frozenset(
+    "consider considering recommend recommended recommendation suggest suggested suggestion try trying".split()
+)
+"""An item that gives advice ("you might want to consider a hybrid") offers no answer about the user."""
+
 _UNKNOWN = re.compile(
     "|".join(
         [
@@ -322,7 +329,9 @@ def _is_asked(text: AnalysedText, hit: _Hit) -> bool:
     return all(text.questions[position] for position in hit.positions)
 
 
-def _overlap_hit(text: AnalysedText, value: Sequence[str], avoid_stems: frozenset[str]) -> _Hit | None:
+def _overlap_hit(
+    text: AnalysedText, value: Sequence[str], avoid_stems: frozenset[str], taken: frozenset[int] = frozenset()
+) -> _Hit | None:
     """Token-overlap fallback for sentence-long values.
 
     Eligible when the value has >= OVERLAP_MIN_CONTENT_TOKENS content tokens (stopwords ignored,
@@ -331,7 +340,8 @@ def _overlap_hit(text: AnalysedText, value: Sequence[str], avoid_stems: frozense
     share of distinguishing content tokens present must reach OVERLAP_RECALL_THRESHOLD. Negated tokens
     ("not the suburbs") are not present. The hit covers the present distinguishing tokens and the
     value's shared tokens in the same list item ("Detroit suburbs": both; "Detroit, or the suburbs": not
-    "Detroit").
+    "Detroit"). Words inside an exact mention of any listed value (`taken`) are that mention's: another
+    spelling of it must not find them again ("down from 30:32" is not "30 minutes 32 seconds" anew).
     """
     content = set(content_stems(value))
     if len(content) < OVERLAP_MIN_CONTENT_TOKENS:
@@ -344,7 +354,9 @@ def _overlap_hit(text: AnalysedText, value: Sequence[str], avoid_stems: frozense
         for position, word in enumerate(text.words)
         if stem(word) in content and not _is_denied(text, position, position + 1)
     }
-    distinguishing = {position for position in present_positions if stem(text.words[position]) in needed}
+    distinguishing = {
+        position for position in present_positions - taken if stem(text.words[position]) in needed
+    }
     present = {stem(text.words[position]) for position in distinguishing}
     if any(is_number(token) and token not in present for token in needed):
         return None
@@ -362,7 +374,11 @@ def _overlap_hit(text: AnalysedText, value: Sequence[str], avoid_stems: frozense
 
 
 def _value_hits(
-    text: AnalysedText, value: Sequence[str], avoid_stems: frozenset[str], framing: Framing | None
+    text: AnalysedText,
+    value: Sequence[str],
+    avoid_stems: frozenset[str],
+    framing: Framing | None,
+    taken: frozenset[int] = frozenset(),
 ) -> list[_Hit]:
     """Mentions of `value`: exact runs neither denied nor (with a `framing`) context; else overlap."""
     starts = occurrences(text.words, value)
@@ -376,7 +392,7 @@ def _value_hits(
     ]
     if starts:
         return hits  # an exact mention that was denied must not come back through the overlap fallback
-    fallback = _overlap_hit(text, value, avoid_stems)
+    fallback = _overlap_hit(text, value, avoid_stems, taken)
     return [fallback] if fallback else []
 
 
@@ -575,6 +591,8 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
     for direction in (-1, 1):
         for index, or_between, sentence_between, strong_between in _walk(segments, item, direction):
             segment = segments[index]
+            if not or_between and _gives_advice(text, segment):
+                break  # what follows in this direction is advice, not another answer
             if _not_a_candidate(context, segment):
                 continue
             words = set(text.words[segment.start : segment.end])
@@ -600,6 +618,11 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
                 return True
             break
     return False
+
+
+def _gives_advice(text: AnalysedText, segment: _Segment) -> bool:
+    """The item recommends something ("but you might want to consider a hybrid"): not a rival answer."""
+    return any(word in _ADVICE_WORDS for word in text.words[segment.start : segment.end])
 
 
 def _is_rival_value(context: _HedgeContext, new: Sequence[int]) -> bool:
@@ -629,6 +652,8 @@ def _enumerated(context: _HedgeContext, item: tuple[int, int]) -> bool:
         for index, or_between, sentence_between, _ in _walk(segments, item, direction):
             segment = segments[index]
             words = text.words[segment.start : segment.end]
+            if not or_between and _gives_advice(text, segment):
+                break  # what follows in this direction is advice, not another answer
             if _not_a_candidate(context, segment):
                 continue
             content = content_stems(words)
@@ -756,24 +781,30 @@ def score_answer(
     if answer is None or not answer.strip():
         return Score("wrong", False, False, 0.0, "empty")
 
-    text = analyse(answer)
+    text = analyse(_SPEAKER_LABEL.sub("", answer))
     framing: Framing = "forward" if asks_previous_value else "past"
     # An abstention item's "gold" explains why there is no answer: there is nothing to match.
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
     stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
+    taken = frozenset(
+        position
+        for value in gold_values + stale_values
+        for start in occurrences(text.words, value)
+        for position in range(start, start + len(value))
+    )
 
     stale_hits = [
         hit
         for value in stale_values
-        for hit in _value_hits(text, value, gold_stems, framing)
+        for hit in _value_hits(text, value, gold_stems, framing, taken)
         if not _is_asked(text, hit)
     ]
     gold_hits = [
         hit
         for value in gold_values
-        for hit in _value_hits(text, value, stale_stems, framing)
+        for hit in _value_hits(text, value, stale_stems, framing, taken)
         if not _is_asked(text, hit)
         and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
     ]
