@@ -70,9 +70,13 @@ profile = "local\""""
 
 TRAINING_PARAMETERS_CELL = """\
 # papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper | colab)
+profile = None  # None picks by device: colab on a T4 (sized for one session), else local"""
+
+# A literal parameters cell lets papermill read its default; the device decides in the next cell.
+TRAINING_PROFILE_CELL = """\
 from supersede_lib.train.config import cuda_device_name, preset_for_device
 
-profile = preset_for_device(cuda_device_name(), default="local")  # "colab" on a T4 (sized for one session)"""
+profile = profile or preset_for_device(cuda_device_name(), default="local")"""
 
 
 def imports_cell(study: str) -> str:
@@ -115,6 +119,7 @@ def _notebook(
             new_code_cell(install or install_cell()),
             new_markdown_cell(f"# {title}\n\n{intro}"),
             parameters,
+            *([new_code_cell(TRAINING_PROFILE_CELL)] if parameters_cell == TRAINING_PARAMETERS_CELL else []),
             new_code_cell(imports_cell(study)),
             *cells,
         ],

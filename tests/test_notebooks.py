@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 
 from supersede_lib import reproduce
@@ -49,6 +50,8 @@ def test_notebook_is_committed_clean_with_one_parameters_cell(path: Path) -> Non
     tagged = [cell for cell in notebook.cells if "parameters" in cell.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged 'parameters'"
     assert tagged[0].cell_type == "code" and "profile = " in tagged[0].source
+    # papermill reads the default it overrides (a call there warns "Passed unknown parameter: profile")
+    assert "profile" in papermill.inspect_notebook(str(path)), f"{path.name}: papermill cannot read `profile`"
 
 
 @pytest.mark.parametrize("name", STUDY_NOTEBOOKS)
