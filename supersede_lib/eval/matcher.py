@@ -204,6 +204,7 @@ class _Segment:
     or_before: bool
     sentence_before: bool
     strong_before: bool
+    gives_advice: bool = False  # "but you might want to consider a hybrid": advice, not an answer
 
 
 @dataclass(frozen=True)
@@ -435,7 +436,16 @@ def _segments(text: AnalysedText) -> list[_Segment]:
     gap = 0
     for position, word in enumerate(text.words):
         if start is not None and (text.breaks[position] or word in _LIST_SEPARATORS):
-            segments.append(_Segment(start, position, saw_or, gap == SENTENCE, saw_list_word or gap >= LIST))
+            segments.append(
+                _Segment(
+                    start,
+                    position,
+                    saw_or,
+                    gap == SENTENCE,
+                    saw_list_word or gap >= LIST,
+                    _gives_advice(text.words[start:position]),
+                )
+            )
             start, saw_or, saw_list_word, gap = None, False, False, 0
         gap = max(gap, text.breaks[position])
         if word in _LIST_SEPARATORS:
@@ -445,7 +455,14 @@ def _segments(text: AnalysedText) -> list[_Segment]:
             start = position
     if start is not None:
         segments.append(
-            _Segment(start, len(text.words), saw_or, gap == SENTENCE, saw_list_word or gap >= LIST)
+            _Segment(
+                start,
+                len(text.words),
+                saw_or,
+                gap == SENTENCE,
+                saw_list_word or gap >= LIST,
+                _gives_advice(text.words[start:]),
+            )
         )
     return segments
 
@@ -463,7 +480,8 @@ def _walk(
     segments: list[_Segment], item: tuple[int, int], direction: int
 ) -> Iterator[tuple[int, bool, bool, bool]]:
     """Segments beside the item, nearest first, with whether an "or" / a sentence end / a strong
-    separator lies in between."""
+    separator lies in between. An item that gives advice ends the walk unless an "or" joins it to the
+    answer ("Denver, but consider Boston or Austin" offers one answer; "Denver, or consider Boston" two)."""
     index = item[1] + 1 if direction > 0 else item[0] - 1
     or_between = sentence_between = strong_between = False
     while 0 <= index < len(segments):
@@ -471,6 +489,8 @@ def _walk(
         or_between = or_between or boundary.or_before
         sentence_between = sentence_between or boundary.sentence_before
         strong_between = strong_between or boundary.strong_before
+        if segments[index].gives_advice and not or_between:
+            return
         yield index, or_between, sentence_between, strong_between
         index += direction
 
@@ -591,8 +611,6 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
     for direction in (-1, 1):
         for index, or_between, sentence_between, strong_between in _walk(segments, item, direction):
             segment = segments[index]
-            if not or_between and _gives_advice(text, segment):
-                break  # what follows in this direction is advice, not another answer
             if _not_a_candidate(context, segment):
                 continue
             words = set(text.words[segment.start : segment.end])
@@ -620,9 +638,9 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
     return False
 
 
-def _gives_advice(text: AnalysedText, segment: _Segment) -> bool:
+def _gives_advice(words: Sequence[str]) -> bool:
     """The item recommends something ("but you might want to consider a hybrid"): not a rival answer."""
-    return any(word in _ADVICE_WORDS for word in text.words[segment.start : segment.end])
+    return any(word in _ADVICE_WORDS for word in words)
 
 
 def _is_rival_value(context: _HedgeContext, new: Sequence[int]) -> bool:
@@ -652,8 +670,6 @@ def _enumerated(context: _HedgeContext, item: tuple[int, int]) -> bool:
         for index, or_between, sentence_between, _ in _walk(segments, item, direction):
             segment = segments[index]
             words = text.words[segment.start : segment.end]
-            if not or_between and _gives_advice(text, segment):
-                break  # what follows in this direction is advice, not another answer
             if _not_a_candidate(context, segment):
                 continue
             content = content_stems(words)
