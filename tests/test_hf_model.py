@@ -14,6 +14,7 @@ from supersede_lib.models.chat import ChatModel  # noqa: E402
 from supersede_lib.models.hf import (  # noqa: E402
     HFChatModel,
     adapter_file_fingerprint,
+    contiguous_lm_head_input,
     materialize_gguf,
     split_gguf_path,
 )
@@ -99,10 +100,39 @@ def test_base_and_trained_model_differ_only_by_the_adapter(
         base_logits = base.model(**encoded).logits
         adapted_logits = adapted.model(**encoded).logits
     assert not torch.allclose(base_logits, adapted_logits)  # the adapter is really applied
+    # the adapter computes in the base weights' dtype (PEFT would load it fp32 beside a bf16 base)
+    assert {p.dtype for p in adapted.model.parameters()} == {next(base.model.parameters()).dtype}
+    bf16_adapted = HFChatModel(
+        str(tiny_path), adapter_path=str(adapter_path), device="cpu", dtype=torch.bfloat16
+    )
+    assert {p.dtype for p in bf16_adapted.model.parameters()} == {torch.bfloat16}
 
     other_base = HFChatModel(str(build_tiny_model(tmp_path / "other", seed=7)), device="cpu")
     assert other_base.base_fingerprint() != base.base_fingerprint()
     assert not other_base.differs_only_by_adapter(adapted)
+
+
+def test_the_output_layer_reads_a_contiguous_input_and_answers_the_same(tiny_path: Path) -> None:
+    """The pre-hook only lays the last positions out contiguously: greedy tokens under autocast are unchanged."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.bfloat16).eval()
+    prompt = torch.tensor([[5, 17, 42, 9, 11, 3], [8, 8, 21, 30, 2, 7]])
+
+    def greedy() -> torch.Tensor:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            return model.generate(
+                input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=5, do_sample=False
+            )
+
+    before = greedy()
+    seen: list[bool] = []
+    contiguous_lm_head_input(model)
+    model.get_output_embeddings().register_forward_pre_hook(
+        lambda module, args: seen.append(args[0].is_contiguous())
+    )
+    assert torch.equal(greedy(), before)
+    assert seen and all(seen)
 
 
 def test_bad_paths_raise_clear_errors(tiny_path: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from supersede_lib.eval.stats import (
     accuracy_table,
     paired_bootstrap_diff,
     paired_mcnemar,
+    success_trend,
     wilson_interval,
 )
 
@@ -189,3 +190,18 @@ def test_accuracy_table_names_bad_columns() -> None:
         accuracy_table(frame, ["model"], "correct")
     with pytest.raises(ValueError, match="booleans"):
         accuracy_table(pd.DataFrame({"model": ["m"], "correct": ["yes"]}), ["model"], "correct")
+
+
+def test_success_trend_compares_the_first_and_last_quarter_of_steps() -> None:
+    steps = [step for step in range(1, 9) for _ in range(8)]  # 8 steps of 8 rollouts: quarters of 2 steps
+    rising = [step >= 7 or (step <= 2 and rollout == 0) for step in range(1, 9) for rollout in range(8)]
+    trend = success_trend(steps, rising)
+    assert (trend.first_successes, trend.first_n, trend.last_successes, trend.last_n) == (2, 16, 16, 16)
+    assert trend.last_rate == 1.0 and trend.first_rate == 0.125
+    assert trend.p_one_sided < 1e-5
+    falling = success_trend(steps, [not value for value in rising])
+    assert falling.p_one_sided > 0.99  # one-sided: a fall is no evidence of a rise
+    flat = success_trend([1, 1, 2, 2], [True, False, True, False])
+    assert (flat.first_n, flat.last_n) == (2, 2) and flat.p_one_sided > 0.5
+    with pytest.raises(ValueError, match="at least one rollout"):
+        success_trend([], [])

@@ -590,6 +590,8 @@ def test_mixed_precision_is_bf16_with_bf16_units_and_fp16_on_a_t4(monkeypatch: p
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert training_run.mixed_precision() == "no"
+    assert training_run.mixed_precision(torch.float32) == "no"
+    assert training_run.mixed_precision(torch.bfloat16) == "bf16"  # a CPU whose base weights are bf16
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     assert training_run.mixed_precision() == "bf16"  # A100, L4, H100
@@ -657,6 +659,34 @@ def test_adapters_and_optimizer_state_of_a_quantized_model_stay_fp32(
         for value in state.values()
         if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dim() > 0
     )
+
+
+@pytest.mark.parametrize("cpu_dtype", ["bfloat16", "float32"])
+def test_a_bf16_base_on_a_cpu_samples_and_trains_under_autocast_with_fp32_adapters(
+    tiny_model_path: Path, tmp_path: Path, cpu_dtype: str
+) -> None:
+    import torch
+
+    config = _config(tiny_model_path, tmp_path, max_steps=1, cpu_dtype=cpu_dtype)
+    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
+    bf16 = cpu_dtype == "bfloat16"
+    assert trainer.args.bf16 is bf16
+    adapted = next(
+        module
+        for name, module in trainer.model.named_modules()
+        if name.endswith("q_proj") and hasattr(module, "lora_A")
+    )
+    calls: list[tuple[bool, bool]] = []  # (gradients on, autocast on) at every forward of an adapted layer
+    adapted.register_forward_hook(
+        lambda module, args, output: calls.append((torch.is_grad_enabled(), torch.is_autocast_enabled("cpu")))
+    )
+    trainer.train()
+    assert {grad for grad, _ in calls} == {False, True}  # sampling and the loss both ran
+    assert {autocast for _, autocast in calls} == {bf16}
+    trainable = [p for p in trainer.model.parameters() if p.requires_grad]
+    frozen = [p for p in trainer.model.parameters() if not p.requires_grad and p.is_floating_point()]
+    assert trainable and all(p.dtype == torch.float32 for p in trainable)
+    assert {p.dtype for p in frozen} == {getattr(torch, cpu_dtype)}
 
 
 def test_the_gradient_checkpointing_toggle_is_looked_up_when_called(

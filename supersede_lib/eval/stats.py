@@ -174,3 +174,55 @@ def accuracy_table(
     table["ci_low"] = [low for low, _ in intervals]
     table["ci_high"] = [high for _, high in intervals]
     return table
+
+
+@dataclass(frozen=True)
+class TrendResult:
+    """Successes in the first and the last quarter of a run's steps, and whether the last is higher.
+
+    `p_one_sided`: Fisher's exact test that the last quarter's success rate exceeds the first's
+    (rollouts pooled within each quarter; the rollouts of one step share an episode, so this counts
+    them as if independent and is optimistic when groups are large).
+    """
+
+    first_successes: int
+    first_n: int
+    last_successes: int
+    last_n: int
+    p_one_sided: float
+
+    @property
+    def first_rate(self) -> float:
+        return self.first_successes / self.first_n if self.first_n else float("nan")
+
+    @property
+    def last_rate(self) -> float:
+        return self.last_successes / self.last_n if self.last_n else float("nan")
+
+
+def success_trend(steps: Sequence[int], successes: Sequence[bool]) -> TrendResult:
+    """Did training succeed more often at the end? One row per rollout: its step and whether it succeeded.
+
+    The quarters are the first and last ceil(S / 4) of the S distinct steps.
+    """
+    from scipy.stats import fisher_exact
+
+    frame = pd.DataFrame({"step": list(steps), "success": [bool(value) for value in successes]})
+    if frame.empty:
+        raise ValueError("success_trend needs at least one rollout")
+    ordered = sorted(frame["step"].unique())
+    quarter = max(1, -(-len(ordered) // 4))
+    first = frame[frame["step"].isin(ordered[:quarter])]["success"]
+    last = frame[frame["step"].isin(ordered[-quarter:])]["success"]
+    table = [
+        [int(last.sum()), int((~last).sum())],
+        [int(first.sum()), int((~first).sum())],
+    ]
+    _, p_value = fisher_exact(table, alternative="greater")
+    return TrendResult(
+        first_successes=int(first.sum()),
+        first_n=len(first),
+        last_successes=int(last.sum()),
+        last_n=len(last),
+        p_one_sided=float(p_value),
+    )

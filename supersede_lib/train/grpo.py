@@ -48,7 +48,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,13 +373,24 @@ class SupersedeGRPOTrainer(GRPOTrainer):
                 return turns
             conversations = [rollouts[index].current_messages() for index in active]
             prompt_ids, _, _ = self._tokenize_prompts(conversations)
-            completion_ids, _ = self._generate_single_turn(prompt_ids, None, {}, num_generations=1)
+            with self._rollout_autocast():
+                completion_ids, _ = self._generate_single_turn(prompt_ids, None, {}, num_generations=1)
             replies = self.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
             for index, prompt, completion, reply in zip(
                 active, prompt_ids, completion_ids, replies, strict=True
             ):
                 turns[index].append(TurnTokens(list(prompt), list(completion)))
                 rollouts[index].step(reply)
+
+    def _rollout_autocast(self) -> AbstractContextManager:
+        """bf16 autocast for sampling on a CPU whose base weights are bf16 (as the loss runs), else nothing.
+
+        TRL samples outside autocast; with fp32 LoRA weights on a bf16 base every adapted layer would
+        then cast its activations to fp32. GPUs keep TRL's behaviour (Unsloth has its own kernels).
+        """
+        if self.accelerator.device.type == "cpu" and self.args.bf16:
+            return self.accelerator.autocast()
+        return nullcontext()
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         device = self.accelerator.device

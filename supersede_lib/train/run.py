@@ -27,7 +27,9 @@ from supersede_lib.episode import Episode
 from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
     GGUF_CACHE_ENV,
+    contiguous_lm_head_input,
     dtype_label,
+    fast_dtype,
     load_model_and_tokenizer,
     materialize_gguf,
     prepare_chat_tokenizer,
@@ -92,16 +94,27 @@ def uses_unsloth(config: TrainingConfig) -> bool:
     return torch.cuda.is_available() if config.use_unsloth is None else config.use_unsloth
 
 
-def mixed_precision() -> str:
-    """`bf16` on GPUs with bf16 units, `fp16` (autocast + loss scaling) on CUDA GPUs without (T4, V100), else `no`.
+def cpu_base_dtype(config: TrainingConfig) -> Any:
+    """The dtype of the base weights on a CPU: `cpu_dtype`, or for "auto" bf16 where the CPU computes it natively."""
+    import torch
+
+    if config.cpu_dtype == "auto":
+        return fast_dtype("cpu")
+    return getattr(torch, config.cpu_dtype)
+
+
+def mixed_precision(cpu_dtype: Any = None) -> str:
+    """`bf16` on GPUs with bf16 units, `fp16` (autocast + loss scaling) on CUDA GPUs without (T4, V100).
 
     Emulated bf16 does not count: on a T4 torch reports bf16 as supported by emulation, while Unsloth
-    (which asks without emulation) loads the model in fp16.
+    (which asks without emulation) loads the model in fp16. On a CPU, `cpu_dtype` is the base weights'
+    dtype: bf16 base weights train under bf16 autocast (the fp32 LoRA weights then compute in bf16
+    too instead of casting every activation to fp32, measured ~2x faster here), else `no`.
     """
     import torch
 
     if not torch.cuda.is_available():
-        return "no"
+        return "bf16" if cpu_dtype == torch.bfloat16 else "no"
     return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
 
 
@@ -157,8 +170,10 @@ def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
     from peft import LoraConfig
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = None if device == "cuda" or config.cpu_dtype == "auto" else getattr(torch, config.cpu_dtype)
+    dtype = None if device == "cuda" else cpu_base_dtype(config)
     model, tokenizer = load_model_and_tokenizer(source, gguf_file, device=device, dtype=dtype)
+    if device == "cpu":
+        contiguous_lm_head_input(model)
     peft_config = LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
@@ -321,7 +336,7 @@ def build_trainer(
     run_dir = run_dir_for(config, seed)
     run_dir.mkdir(parents=True, exist_ok=True)
     on_cuda = torch.cuda.is_available()
-    precision = mixed_precision()
+    precision = mixed_precision(None if on_cuda else cpu_base_dtype(config))
     gradient_checkpointing = config.gradient_checkpointing
     if gradient_checkpointing is None:
         gradient_checkpointing = on_cuda and not uses_unsloth(config)  # Unsloth checkpoints by itself

@@ -1,0 +1,280 @@
+"""The CPU proof that GRPO training learns: two reward arms of the `cpu_proof` preset, judged on held-out episodes.
+
+A run of each reward (`sparse`, the paper's; `memory`, plus credit for current notes) per seed trains
+on fresh episodes of the training distribution. The evidence is read from what the runs recorded:
+the success of every training rollout (did the last quarter of steps succeed more often than the
+first?) and the held-out accuracy of the base model and of every checkpoint, greedy, on episodes of
+the same distribution drawn from a generator seed training never uses (McNemar against the base).
+The harder transfer set of the offline profile is reported beside it.
+
+`python -m supersede_lib.studies.cpu_proof train|evaluate|report` runs the three parts; each resumes
+(training from its last checkpoint, evaluation from the response cache), so a stopped session loses
+nothing finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib.data.episodes import EpisodeSpec, load_episodes
+from supersede_lib.eval.stats import success_trend
+from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
+from supersede_lib.train.config import METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, TrainingConfig
+
+PRESET = "cpu_proof"
+REWARD_ARMS = ("sparse", "memory")
+PROOF_DIR = Path(
+    "outputs/offline/06_grpo_training/cpu_proof"
+)  # committed: run files, tables, figure, replies
+RUNS_ROOT = Path("outputs/offline/training/cpu_proof")  # checkpoints (not committed: ~70 MB per adapter)
+RESPONSES_FILE = "responses.jsonl.gz"
+# Held out: the training distribution (easy, 2-3 sessions) from generator seed 7201; training draws
+# from seeds 500 + run seed, and the base success rate (20%) was measured on seed 7101.
+HELDOUT = EpisodeSpec(source="synthetic", n=100, difficulty="easy", seed=7201, n_sessions=(2, 3))
+# The offline profile's transfer set: harder wording, retractions, 4-5 sessions.
+HARD = EpisodeSpec(source="synthetic", n=20, difficulty="hard", seed=1001, n_sessions=(4, 5))
+EVAL_SETS = {"heldout": HELDOUT, "hard": HARD}
+
+
+def proof_config(reward: str) -> TrainingConfig:
+    """The preset for one reward arm, each in its own folder under `RUNS_ROOT`."""
+    return TrainingConfig.preset(PRESET, reward=reward, output_dir=str(RUNS_ROOT / reward))
+
+
+def run_label(reward: str, seed: int) -> str:
+    return f"{reward}__seed-{seed}"
+
+
+def train_arms(rewards: Sequence[str] = REWARD_ARMS, seeds: Sequence[int] = (0,)) -> None:
+    """Train (or resume, or read back) every arm x seed, copying its small files to `PROOF_DIR`."""
+    from supersede_lib.train.run import train
+
+    for seed in seeds:
+        for reward in rewards:
+            train(proof_config(reward), seed=seed)
+            copy_run_files(reward, seed)
+
+
+def copy_run_files(reward: str, seed: int, directory: Path = PROOF_DIR) -> None:
+    """Metrics, rollouts, summary and config of a run, as `runs/<reward>__seed-N.<file>`."""
+    from supersede_lib.train.run import run_dir_for
+
+    source = run_dir_for(proof_config(reward), seed)
+    target = directory / "runs"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, "training_config.json"):
+        if (source / name).exists():
+            shutil.copyfile(source / name, target / f"{run_label(reward, seed)}.{name}")
+
+
+def read_rollouts(directory: Path = PROOF_DIR) -> pd.DataFrame:
+    """Every training rollout of every committed run: run, reward arm, seed, step, reward, success."""
+    rows = []
+    for path in sorted((directory / "runs").glob(f"*.{ROLLOUTS_FILE}")):
+        label = path.name.removesuffix(f".{ROLLOUTS_FILE}")
+        reward, seed = label.split("__seed-")
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            rows.append(
+                {
+                    "run": label,
+                    "reward_type": reward,
+                    "seed": int(seed),
+                    "step": int(record["step"]),
+                    "reward": float(record["reward"]),
+                    "success": record.get("verdict") == "correct",
+                    "notes_hold_current": record.get("notes_hold_current"),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
+    """Per run: success in the first vs the last quarter of steps, one-sided Fisher exact p."""
+    rows = []
+    for run, frame in rollouts.groupby("run", sort=True):
+        trend = success_trend(frame["step"], frame["success"])
+        rows.append(
+            {
+                "run": run,
+                "reward_type": frame["reward_type"].iloc[0],
+                "seed": int(frame["seed"].iloc[0]),
+                "steps": int(frame["step"].nunique()),
+                "rollouts": len(frame),
+                "first_quarter": f"{trend.first_successes}/{trend.first_n}",
+                "first_rate": trend.first_rate,
+                "last_quarter": f"{trend.last_successes}/{trend.last_n}",
+                "last_rate": trend.last_rate,
+                "p_one_sided": trend.p_one_sided,
+                "rises": trend.last_rate > trend.first_rate and trend.p_one_sided < 0.05,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def checkpoints_to_evaluate(seeds: Sequence[int] = (0,)) -> list[tuple[str, str | None]]:
+    """(label, adapter folder or None for the base) for the base and every saved checkpoint."""
+    from supersede_lib.train.run import list_checkpoints, run_dir_for
+
+    models: list[tuple[str, str | None]] = [("base", None)]
+    for seed in seeds:
+        for reward in REWARD_ARMS:
+            for step, folder in list_checkpoints(run_dir_for(proof_config(reward), seed)):
+                models.append((f"{run_label(reward, seed)}__step-{step}", str(folder)))
+    return models
+
+
+def evaluate(label: str, adapter: str | None, which: str, directory: Path = PROOF_DIR) -> pd.DataFrame:
+    """Greedy bounded-memory accuracy of one model on one evaluation set; replies cached and recorded."""
+    from supersede_lib.eval.runner import RunSettings, run_condition
+    from supersede_lib.models.cache import CachedChatModel, ResponseCache
+    from supersede_lib.models.hf import HFChatModel
+    from supersede_lib.train.run import resolve_base_model
+
+    out = directory / which
+    csv = out / f"{label}.csv"
+    if csv.exists():
+        return pd.read_csv(csv)
+    config = proof_config("sparse")
+    cache = ResponseCache(RUNS_ROOT / "responses.sqlite")
+    responses = directory / RESPONSES_FILE
+    if responses.exists():
+        cache.import_responses(responses)
+    inner = HFChatModel(resolve_base_model(config), adapter_path=adapter)
+    model = CachedChatModel(inner, cache)
+    settings = RunSettings(
+        prompt_variant=config.prompt_variant, notes_budget_chars=config.notes_budget_chars, concurrency=1
+    )
+    result = run_condition(
+        load_episodes(EVAL_SETS[which]),
+        "bounded_memory",
+        model,
+        settings,
+        output_dir=out,
+        run_name=label,
+        progress=True,
+    )
+    cache.export_responses(responses)
+    inner.close()
+    return result.frame
+
+
+def heldout_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Accuracy (Wilson 95%) of every model, and McNemar against the base on the same questions."""
+    base = frames["base"].set_index("episode_id")["verdict"].eq("correct")
+    rows = []
+    for label, frame in frames.items():
+        correct = frame.set_index("episode_id")["verdict"].eq("correct").reindex(base.index)
+        row = accuracy_row(label, "bounded_memory", list(correct), "matcher")
+        if label != "base":
+            test = mcnemar_dict(list(base), list(correct))
+            row.update({"b_base_only": test["b"], "c_model_only": test["c"], "p_exact": test["p_exact"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def evaluation_frames(which: str, directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
+    """The committed per-model CSVs of one evaluation set, base first."""
+    paths = sorted((directory / which).glob("*.csv"), key=lambda path: (path.stem != "base", path.stem))
+    return {path.stem: pd.read_csv(path) for path in paths}
+
+
+def _step_of(label: str) -> int:
+    return int(label.rsplit("__step-", 1)[1]) if "__step-" in label else 0
+
+
+def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
+    """Left: training success per step (Wilson 95% per step); right: held-out accuracy per checkpoint."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from supersede_lib.eval.stats import wilson_interval
+
+    sns.set_theme(style="whitegrid")
+    figure, (train_ax, held_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    colors = dict(zip(sorted(rollouts["run"].unique()), sns.color_palette("colorblind"), strict=False))
+    for run, frame in rollouts.groupby("run"):
+        per_step = frame.groupby("step")["success"].agg(["sum", "count"]).reset_index()
+        bounds = [
+            wilson_interval(int(s), int(n)) for s, n in zip(per_step["sum"], per_step["count"], strict=True)
+        ]
+        rate = per_step["sum"] / per_step["count"]
+        train_ax.plot(per_step["step"], rate, marker=".", color=colors[run], label=run)
+        train_ax.fill_between(
+            per_step["step"], [b[0] for b in bounds], [b[1] for b in bounds], color=colors[run], alpha=0.12
+        )
+    train_ax.set(xlabel="GRPO step", ylabel="training rollouts correct (8 per step)", ylim=(-0.02, 1.02))
+    train_ax.set_title("Training success per step (Wilson 95%)", fontsize=10)
+    train_ax.legend(fontsize=8)
+    base = heldout[heldout["model"] == "base"].iloc[0]
+    for run, color in colors.items():
+        points = heldout[heldout["model"].str.startswith(f"{run}__")]
+        steps = [0, *(_step_of(label) for label in points["model"])]
+        values = [base["accuracy"], *points["accuracy"]]
+        low = [base["ci_low"], *points["ci_low"]]
+        high = [base["ci_high"], *points["ci_high"]]
+        held_ax.errorbar(
+            steps,
+            values,
+            yerr=[
+                [v - lo for v, lo in zip(values, low, strict=True)],
+                [hi - v for v, hi in zip(values, high, strict=True)],
+            ],
+            marker="o",
+            capsize=3,
+            color=color,
+            label=run,
+        )
+    held_ax.set(xlabel="checkpoint step (0 = base)", ylabel="held-out accuracy", ylim=(-0.02, 1.02))
+    held_ax.set_title(f"Held-out, training distribution (n = {int(base['n'])}, greedy)", fontsize=10)
+    held_ax.legend(fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
+    """Tables (trend, held-out, hard) as CSV and Markdown, and the figure, from the committed files."""
+    from supersede_lib.present.plots import save_figure
+
+    rollouts = read_rollouts(directory)
+    tables = {"trend": trend_table(rollouts)}
+    for which in EVAL_SETS:
+        frames = evaluation_frames(which, directory)
+        if "base" in frames:
+            tables[which] = heldout_table(frames)
+    for name, table in tables.items():
+        table.to_csv(directory / f"{name}.csv", index=False)
+        (directory / f"{name}.md").write_text(markdown_table(table) + "\n")
+    if "heldout" in tables:
+        save_figure(proof_figure(rollouts, tables["heldout"]), directory / "cpu_proof.png")
+    return tables
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m supersede_lib.studies.cpu_proof", description=__doc__)
+    parser.add_argument("part", choices=("train", "evaluate", "report"))
+    parser.add_argument("--reward", nargs="+", default=list(REWARD_ARMS), choices=REWARD_ARMS)
+    parser.add_argument("--seed", nargs="+", type=int, default=[0])
+    parser.add_argument("--set", dest="which", default="heldout", choices=tuple(EVAL_SETS))
+    parser.add_argument("--only", nargs="*", help="evaluate only these model labels (e.g. base)")
+    args = parser.parse_args(argv)
+    if args.part == "train":
+        train_arms(args.reward, args.seed)
+    elif args.part == "evaluate":
+        for label, adapter in checkpoints_to_evaluate(args.seed):
+            if not args.only or label in args.only:
+                evaluate(label, adapter, args.which)
+    else:
+        for name, table in write_report().items():
+            print(f"## {name}\n{markdown_table(table)}\n")
+
+
+if __name__ == "__main__":
+    main()

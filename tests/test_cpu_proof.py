@@ -1,0 +1,79 @@
+"""The CPU proof's read-out: training trend per run, held-out accuracy against the base, the figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from supersede_lib.studies import cpu_proof
+from supersede_lib.train.config import TrainingConfig
+
+
+def _write_run(directory: Path, label: str, successes_by_step: list[int], group: int = 8) -> None:
+    runs = directory / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for step, successes in enumerate(successes_by_step, start=1):
+        for index in range(group):
+            correct = index < successes
+            lines.append(
+                json.dumps(
+                    {
+                        "step": step,
+                        "reward": 1.0 if correct else 0.0,
+                        "verdict": "correct" if correct else "wrong",
+                        "notes_hold_current": correct,
+                    }
+                )
+            )
+    (runs / f"{label}.rollouts.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _write_eval(directory: Path, which: str, label: str, correct: list[bool]) -> None:
+    folder = directory / which
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(
+        {
+            "episode_id": [f"ep-{i}" for i in range(len(correct))],
+            "verdict": ["correct" if value else "wrong" for value in correct],
+        }
+    ).to_csv(folder / f"{label}.csv", index=False)
+
+
+def test_the_preset_trains_the_agent_its_base_rate_was_measured_with() -> None:
+    config = cpu_proof.proof_config("memory")
+    assert config.prompt_variant == "v10_line_edits_loose_answer"
+    assert config.num_generations >= 8 and config.reward == "memory"
+    assert config.output_dir != cpu_proof.proof_config("sparse").output_dir
+    assert TrainingConfig.preset("cpu_proof").episode_overrides == {"n_sessions": (2, 3)}
+    # held out: another generator seed than the training episodes (500 + run seed) on the same distribution
+    assert cpu_proof.HELDOUT.seed not in {500, 501, 502} and cpu_proof.HELDOUT.n >= 100
+    assert cpu_proof.HELDOUT.difficulty == config.difficulty
+
+
+def test_the_report_reads_trend_and_heldout_accuracy_from_the_committed_files(tmp_path: Path) -> None:
+    _write_run(tmp_path, "sparse__seed-0", [1, 2, 1, 1, 2, 2, 6, 7])  # rises: 3/16 -> 13/16
+    _write_run(tmp_path, "memory__seed-0", [2, 2, 2, 2, 2, 2, 2, 2])  # flat
+    base = [i < 20 for i in range(100)]
+    better = [i < 20 or 20 <= i < 35 for i in range(100)]  # 15 more right, none lost
+    _write_eval(tmp_path, "heldout", "base", base)
+    _write_eval(tmp_path, "heldout", "sparse__seed-0__step-8", better)
+    _write_eval(tmp_path, "heldout", "memory__seed-0__step-8", base)
+
+    tables = cpu_proof.write_report(tmp_path)
+    trend = tables["trend"].set_index("run")
+    assert trend.loc["sparse__seed-0", "first_quarter"] == "3/16" and trend.loc["sparse__seed-0", "rises"]
+    assert not trend.loc["memory__seed-0", "rises"] and trend.loc["memory__seed-0", "p_one_sided"] > 0.5
+    heldout = tables["heldout"].set_index("model")
+    assert list(heldout.index) == ["base", "memory__seed-0__step-8", "sparse__seed-0__step-8"]
+    assert heldout.loc["base", "accuracy"] == pytest.approx(0.20)
+    assert heldout.loc["sparse__seed-0__step-8", "c_model_only"] == 15
+    assert heldout.loc["sparse__seed-0__step-8", "b_base_only"] == 0
+    assert heldout.loc["sparse__seed-0__step-8", "p_exact"] < 0.001
+    assert heldout.loc["memory__seed-0__step-8", "p_exact"] == 1.0
+    assert "hard" not in tables  # no hard-set evaluation committed
+    for name in ("trend.csv", "trend.md", "heldout.csv", "heldout.md", "cpu_proof.png"):
+        assert (tmp_path / name).stat().st_size > 0
