@@ -86,7 +86,7 @@ def test_base_and_trained_model_differ_only_by_the_adapter(
     adapted = HFChatModel(str(tiny_path), adapter_path=str(adapter_path), device="cpu")
     assert base.adapter_fingerprint is None
     assert adapted.adapter_fingerprint == adapter_file_fingerprint(adapter_path)
-    assert adapted.name == "tiny+adapter"
+    assert adapted.name == f"tiny+adapter@{adapted.adapter_fingerprint[:12]}"
     assert base.base_fingerprint() == adapted.base_fingerprint()
     assert base.differs_only_by_adapter(adapted) and adapted.differs_only_by_adapter(base)
     assert not base.differs_only_by_adapter(
@@ -102,6 +102,12 @@ def test_base_and_trained_model_differ_only_by_the_adapter(
     assert not torch.allclose(base_logits, adapted_logits)  # the adapter is really applied
     # the adapter computes in the base weights' dtype (PEFT would load it fp32 beside a bf16 base)
     assert {p.dtype for p in adapted.model.parameters()} == {next(base.model.parameters()).dtype}
+    merged = HFChatModel(str(tiny_path), adapter_path=str(adapter_path), device="cpu", merge_adapter=True)
+    assert merged.base_fingerprint() == base.base_fingerprint()  # taken before merging
+    assert not any("lora_" in name for name, _ in merged.model.named_parameters())
+    with torch.no_grad():
+        merged_logits = merged.model(**encoded).logits
+    assert torch.allclose(merged_logits, adapted_logits, atol=1e-2 * float(adapted_logits.abs().max()))
     bf16_adapted = HFChatModel(
         str(tiny_path), adapter_path=str(adapter_path), device="cpu", dtype=torch.bfloat16
     )

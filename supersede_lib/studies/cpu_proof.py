@@ -24,9 +24,10 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
+from supersede_lib.eval.run_files import portable_paths
 from supersede_lib.eval.stats import success_trend
 from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
-from supersede_lib.train.config import METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, TrainingConfig
+from supersede_lib.train.config import CONFIG_FILE, METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, TrainingConfig
 
 PRESET = "cpu_proof"
 REWARD_ARMS = ("sparse", "memory")
@@ -69,9 +70,15 @@ def copy_run_files(reward: str, seed: int, directory: Path = PROOF_DIR) -> None:
     source = run_dir_for(proof_config(reward), seed)
     target = directory / "runs"
     target.mkdir(parents=True, exist_ok=True)
-    for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, "training_config.json"):
-        if (source / name).exists():
-            shutil.copyfile(source / name, target / f"{run_label(reward, seed)}.{name}")
+    for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, CONFIG_FILE):
+        if not (source / name).exists():
+            continue
+        copy = target / f"{run_label(reward, seed)}.{name}"
+        if name in (SUMMARY_FILE, CONFIG_FILE):  # they name run folders and model files: keep them portable
+            record = portable_paths(json.loads((source / name).read_text(encoding="utf-8")))
+            copy.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        else:
+            shutil.copyfile(source / name, copy)
 
 
 def read_rollouts(directory: Path = PROOF_DIR) -> pd.DataFrame:
@@ -147,10 +154,19 @@ def evaluate(label: str, adapter: str | None, which: str, directory: Path = PROO
     responses = directory / RESPONSES_FILE
     if responses.exists():
         cache.import_responses(responses)
-    inner = HFChatModel(resolve_base_model(config), adapter_path=adapter)
+    # named by the run and the adapter's hash, so no two checkpoints share cached replies
+    inner = HFChatModel(resolve_base_model(config), adapter_path=adapter, merge_adapter=True)
+    if inner.adapter_fingerprint:
+        inner.name = f"{label}@{inner.adapter_fingerprint[:12]}"
     model = CachedChatModel(inner, cache)
+    # the token cap the policy trained under, for base and checkpoints alike: a trained policy that
+    # rambles would otherwise run to the evaluation's larger default cap, text the budget cuts anyway
     settings = RunSettings(
-        prompt_variant=config.prompt_variant, notes_budget_chars=config.notes_budget_chars, concurrency=1
+        prompt_variant=config.prompt_variant,
+        notes_budget_chars=config.notes_budget_chars,
+        concurrency=1,
+        max_tokens_notes=config.max_completion_length,
+        max_tokens_answer=config.max_completion_length,
     )
     result = run_condition(
         load_episodes(EVAL_SETS[which]),
@@ -251,7 +267,7 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
             tables[which] = heldout_table(frames)
     for name, table in tables.items():
         table.to_csv(directory / f"{name}.csv", index=False)
-        (directory / f"{name}.md").write_text(markdown_table(table) + "\n")
+        (directory / f"{name}.md").write_text(markdown_table(table.round(3)) + "\n")
     if "heldout" in tables:
         save_figure(proof_figure(rollouts, tables["heldout"]), directory / "cpu_proof.png")
     return tables
