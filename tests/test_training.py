@@ -236,7 +236,7 @@ def test_saved_adapters_load_for_transfer_evaluation(smoke_run, tiny_model_path:
     trained = HFChatModel(
         str(tiny_model_path), adapter_path=str(adapter), device="cpu", max_new_tokens_default=4
     )
-    assert trained.name == f"tiny+checkpoint-{step}"
+    assert trained.name == f"tiny+checkpoint-{step}@{trained.adapter_fingerprint[:12]}"
     assert base.differs_only_by_adapter(trained)
     assert trained.chat([{"role": "user", "content": "Where do I live now?"}]).completion_tokens <= 4
 
