@@ -77,3 +77,12 @@ def test_the_report_reads_trend_and_heldout_accuracy_from_the_committed_files(tm
     assert "hard" not in tables  # no hard-set evaluation committed
     for name in ("trend.csv", "trend.md", "heldout.csv", "heldout.md", "cpu_proof.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_the_longmemeval_set_reads_a_local_file_and_says_when_it_is_missing() -> None:
+    spec = cpu_proof.eval_spec("longmemeval", "data/longmemeval_oracle.json")
+    assert spec.source == "longmemeval" and spec.question_type == "knowledge-update"
+    assert spec.local_path == "data/longmemeval_oracle.json"
+    assert cpu_proof.eval_spec("heldout") == cpu_proof.HELDOUT
+    with pytest.raises(ValueError, match="--longmemeval PATH"):
+        cpu_proof.eval_spec("longmemeval")

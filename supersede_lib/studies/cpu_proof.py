@@ -42,6 +42,18 @@ HELDOUT = EpisodeSpec(source="synthetic", n=100, difficulty="easy", seed=7201, n
 # The offline profile's transfer set: harder wording, retractions, 4-5 sessions.
 HARD = EpisodeSpec(source="synthetic", n=20, difficulty="hard", seed=1001, n_sessions=(4, 5))
 EVAL_SETS = {"heldout": HELDOUT, "hard": HARD}
+LONGMEMEVAL = "longmemeval"  # real knowledge-update records from a local file (`--longmemeval PATH`)
+
+
+def eval_spec(which: str, longmemeval_path: str | None = None) -> EpisodeSpec:
+    """The episodes of an evaluation set; `longmemeval` reads the knowledge-update records of a local file."""
+    if which == LONGMEMEVAL:
+        if not longmemeval_path:
+            raise ValueError("the longmemeval evaluation set needs a local file: --longmemeval PATH")
+        return EpisodeSpec(
+            source="longmemeval", local_path=longmemeval_path, question_type="knowledge-update"
+        )
+    return EVAL_SETS[which]
 
 
 def proof_config(reward: str) -> TrainingConfig:
@@ -138,7 +150,13 @@ def checkpoints_to_evaluate(seeds: Sequence[int] = (0,)) -> list[tuple[str, str 
     return models
 
 
-def evaluate(label: str, adapter: str | None, which: str, directory: Path = PROOF_DIR) -> pd.DataFrame:
+def evaluate(
+    label: str,
+    adapter: str | None,
+    which: str,
+    directory: Path = PROOF_DIR,
+    longmemeval_path: str | None = None,
+) -> pd.DataFrame:
     """Greedy bounded-memory accuracy of one model on one evaluation set; replies cached and recorded."""
     from supersede_lib.eval.runner import RunSettings, run_condition
     from supersede_lib.models.cache import CachedChatModel, ResponseCache
@@ -169,7 +187,7 @@ def evaluate(label: str, adapter: str | None, which: str, directory: Path = PROO
         max_tokens_answer=config.max_completion_length,
     )
     result = run_condition(
-        load_episodes(EVAL_SETS[which]),
+        load_episodes(eval_spec(which, longmemeval_path)),
         "bounded_memory",
         model,
         settings,
@@ -261,7 +279,7 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
 
     rollouts = read_rollouts(directory)
     tables = {"trend": trend_table(rollouts)}
-    for which in EVAL_SETS:
+    for which in (*EVAL_SETS, LONGMEMEVAL):
         frames = evaluation_frames(which, directory)
         if "base" in frames:
             tables[which] = heldout_table(frames)
@@ -278,7 +296,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("part", choices=("train", "evaluate", "report"))
     parser.add_argument("--reward", nargs="+", default=list(REWARD_ARMS), choices=REWARD_ARMS)
     parser.add_argument("--seed", nargs="+", type=int, default=[0])
-    parser.add_argument("--set", dest="which", default="heldout", choices=tuple(EVAL_SETS))
+    parser.add_argument("--set", dest="which", default="heldout", choices=(*EVAL_SETS, LONGMEMEVAL))
+    parser.add_argument("--longmemeval", metavar="PATH", help="LongMemEval JSON file for --set longmemeval")
     parser.add_argument("--only", nargs="*", help="evaluate only these model labels (e.g. base)")
     args = parser.parse_args(argv)
     if args.part == "train":
@@ -286,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.part == "evaluate":
         for label, adapter in checkpoints_to_evaluate(args.seed):
             if not args.only or label in args.only:
-                evaluate(label, adapter, args.which)
+                evaluate(label, adapter, args.which, longmemeval_path=args.longmemeval)
     else:
         for name, table in write_report().items():
             print(f"## {name}\n{markdown_table(table)}\n")
