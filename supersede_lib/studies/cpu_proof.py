@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,10 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
-from supersede_lib.eval.run_files import portable_paths
 from supersede_lib.eval.stats import success_trend
 from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
-from supersede_lib.train.config import CONFIG_FILE, METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, TrainingConfig
+from supersede_lib.studies.training import copy_run_folder_files
+from supersede_lib.train.config import ROLLOUTS_FILE, TrainingConfig
 
 PRESET = "cpu_proof"
 REWARD_ARMS = ("sparse", "memory")
@@ -79,18 +78,9 @@ def copy_run_files(reward: str, seed: int, directory: Path = PROOF_DIR) -> None:
     """Metrics, rollouts, summary and config of a run, as `runs/<reward>__seed-N.<file>`."""
     from supersede_lib.train.run import run_dir_for
 
-    source = run_dir_for(proof_config(reward), seed)
-    target = directory / "runs"
-    target.mkdir(parents=True, exist_ok=True)
-    for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, CONFIG_FILE):
-        if not (source / name).exists():
-            continue
-        copy = target / f"{run_label(reward, seed)}.{name}"
-        if name in (SUMMARY_FILE, CONFIG_FILE):  # they name run folders and model files: keep them portable
-            record = portable_paths(json.loads((source / name).read_text(encoding="utf-8")))
-            copy.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        else:
-            shutil.copyfile(source / name, copy)
+    copy_run_folder_files(
+        run_dir_for(proof_config(reward), seed), run_label(reward, seed), directory / "runs"
+    )
 
 
 def read_rollouts(directory: Path = PROOF_DIR) -> pd.DataFrame:
@@ -160,7 +150,7 @@ def evaluate(
     """Greedy bounded-memory accuracy of one model on one evaluation set; replies cached and recorded."""
     from supersede_lib.eval.runner import RunSettings, run_condition
     from supersede_lib.models.cache import CachedChatModel, ResponseCache
-    from supersede_lib.models.hf import HFChatModel
+    from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
     from supersede_lib.train.run import resolve_base_model
 
     out = directory / which
@@ -173,9 +163,8 @@ def evaluate(
     if responses.exists():
         cache.import_responses(responses)
     # named by the run and the adapter's hash, so no two checkpoints share cached replies
-    inner = HFChatModel(resolve_base_model(config), adapter_path=adapter, merge_adapter=True)
-    if inner.adapter_fingerprint:
-        inner.name = f"{label}@{inner.adapter_fingerprint[:12]}"
+    name = f"{label}@{adapter_file_fingerprint(adapter)[:12]}" if adapter else None
+    inner = HFChatModel(resolve_base_model(config), adapter_path=adapter, name=name, merge_adapter=True)
     model = CachedChatModel(inner, cache)
     # the token cap the policy trained under, for base and checkpoints alike: a trained policy that
     # rambles would otherwise run to the evaluation's larger default cap, text the budget cuts anyway

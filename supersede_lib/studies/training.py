@@ -184,11 +184,16 @@ def copy_run_files(run: TrainedRun, directory: Path) -> list[str]:
     """Copy a run's metrics, rollouts, summary and config beside the study (committable, no adapters)."""
     if run.recorded:  # the copies are the source: nothing to copy
         return [name for name in _recorded_file_names(run.label) if (directory / name).exists()]
-    source = run_dir_for(run.config, run.seed)
+    return copy_run_folder_files(run_dir_for(run.config, run.seed), run.label, directory)
+
+
+def copy_run_folder_files(source: Path, label: str, directory: Path) -> list[str]:
+    """Copy a run folder's metrics, rollouts, summary and config to `directory` as `<label>.<file>`."""
+    directory.mkdir(parents=True, exist_ok=True)
     copied = []
     for name in (METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE, CONFIG_FILE):
         if (source / name).exists():
-            target = directory / f"{run.label}.{name}"
+            target = directory / f"{label}.{name}"
             if name in (
                 SUMMARY_FILE,
                 CONFIG_FILE,
