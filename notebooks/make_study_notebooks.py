@@ -300,6 +300,25 @@ def training_notebook() -> nbformat.NotebookNode:
                 "show(training.sample_rollouts(result, per_run=4, at='last'), 'Last-step rollouts')"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
+            new_markdown_cell(
+                "## The CPU proof: does the training learn?\n\n"
+                "Committed results of `python -m supersede_lib.studies.cpu_proof train`, `evaluate`, `report` "
+                "(the `cpu_proof` preset: Qwen2.5-Coder-0.5B, 8 rollouts per step on easy 2-3-session episodes "
+                "the base solves ~20% of, one run per reward arm and seed). This notebook reads them; it does not "
+                "re-run them (tens of CPU minutes per arm). Did the training rollouts succeed more often in the "
+                "last quarter of steps than in the first? Notebook 07 shows the held-out accuracy of the "
+                "checkpoints."
+            ),
+            new_code_cell(
+                "from supersede_lib.studies import cpu_proof\n\n"
+                "proof_dir = cpu_proof.committed_dir()\n"
+                "proof = cpu_proof.read_tables(proof_dir)\n"
+                "if 'trend' not in proof:\n"
+                "    print('No CPU proof yet: python -m supersede_lib.studies.cpu_proof train, then evaluate and report')\n"
+                "else:\n"
+                "    show(proof['trend'], cpu_proof.TABLE_TITLES['trend'])\n"
+                "    show_figure(proof_dir / 'cpu_proof.png')"
+            ),
         ],
         study="training",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
@@ -335,6 +354,27 @@ def transfer_notebook() -> nbformat.NotebookNode:
                 "    show(result.rewards, 'Sparse vs memory reward')"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
+            new_markdown_cell(
+                "## The CPU proof: held-out accuracy of its checkpoints\n\n"
+                "The checkpoints of notebook 06's CPU proof (committed, not re-run here), greedy, on 100 "
+                "held-out episodes of their training distribution from a generator seed training never used, "
+                "then on the harder transfer set; McNemar against the base on the same questions. Below the "
+                "tables, the base's and the final sparse checkpoint's notes and answers side by side, the "
+                "questions where their verdicts differ first."
+            ),
+            new_code_cell(
+                "from supersede_lib.studies import cpu_proof\n\n"
+                "proof_dir = cpu_proof.committed_dir()\n"
+                "proof = cpu_proof.read_tables(proof_dir)\n"
+                "for which in ('heldout', 'hard', 'longmemeval'):\n"
+                "    if which in proof:\n"
+                "        show(proof[which], cpu_proof.TABLE_TITLES[which])\n"
+                "if 'heldout' in proof:\n"
+                "    final = cpu_proof.final_checkpoints(proof['heldout'])[0]\n"
+                "    show(cpu_proof.side_by_side(final, 'heldout', n=6, directory=proof_dir), f'Base vs {final}')\n"
+                "else:\n"
+                "    print('No CPU proof yet: python -m supersede_lib.studies.cpu_proof train, then evaluate and report')"
+            ),
         ],
         study="transfer",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),

@@ -86,3 +86,47 @@ def test_the_longmemeval_set_reads_a_local_file_and_says_when_it_is_missing() ->
     assert cpu_proof.eval_spec("heldout") == cpu_proof.HELDOUT
     with pytest.raises(ValueError, match="--longmemeval PATH"):
         cpu_proof.eval_spec("longmemeval")
+
+
+def test_the_report_of_a_profile_shows_the_proof_under_its_training_section(tmp_path: Path) -> None:
+    from supersede_lib.studies import report
+
+    proof = tmp_path / "smoke" / "06_grpo_training" / cpu_proof.PROOF_DIR.name
+    _write_run(proof, "sparse__seed-1", [0, 1, 1, 1, 4, 5, 6, 6])
+    (proof / "runs" / "sparse__seed-1.training_config.json").write_text(
+        json.dumps({"model_name_or_path": "/somewhere/tiny.gguf", "lora_r": 4, "num_generations": 8})
+    )
+    _write_eval(proof, "heldout", "base", [i < 30 for i in range(100)])
+    _write_eval(proof, "heldout", "sparse__seed-1__step-8", [i < 45 for i in range(100)])
+    cpu_proof.write_report(proof)
+
+    text = report.build_report("smoke", output_root=tmp_path)
+
+    section = text[text.index("06 · GRPO") : text.index("07 · Transfer")]
+    assert "### The CPU proof" in section and "`06_grpo_training/cpu_proof/`" in section
+    assert "`tiny.gguf` with LoRA r = 4" in section and "/somewhere" not in section
+    assert "| sparse__seed-1 | sparse | 1 | 8 | 64 | 1/16 |" in section
+    assert "| sparse__seed-1__step-8 | bounded_memory | 100 | 45 |" in section
+    assert "generator seed 7201, n = 100" in section
+    assert "![cpu_proof](06_grpo_training/cpu_proof/cpu_proof.png)" in section
+    assert cpu_proof.report_section(tmp_path / "nothing-here") == ""
+
+
+def test_side_by_side_puts_the_questions_whose_verdicts_differ_first(tmp_path: Path) -> None:
+    columns = {"question": "q?", "gold": "$1", "final_notes": "notes", "answer": "a"}
+    for label, verdicts in (
+        ("base", ["wrong", "correct", "wrong"]),
+        ("sparse__seed-0__step-20", ["wrong"] * 3),
+    ):
+        folder = tmp_path / "heldout"
+        folder.mkdir(exist_ok=True)
+        pd.DataFrame({"episode_id": ["e0", "e1", "e2"], **columns, "verdict": verdicts}).to_csv(
+            folder / f"{label}.csv", index=False
+        )
+    both = cpu_proof.side_by_side("sparse__seed-0__step-20", n=2, directory=tmp_path)
+    assert list(both["episode_id"]) == ["e1", "e0"]
+    assert list(both.columns[-1:]) == ["verdict (sparse__seed-0__step-20)"]
+    table = pd.DataFrame(
+        {"model": ["base", "memory__seed-0__step-20", "sparse__seed-0__step-10", "sparse__seed-0__step-20"]}
+    )
+    assert cpu_proof.final_checkpoints(table) == ["sparse__seed-0__step-20", "memory__seed-0__step-20"]

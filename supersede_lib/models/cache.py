@@ -209,7 +209,10 @@ class ResponseCache:
             for row in rows:
                 record = dict(zip(_EXPORTED_COLUMNS, row, strict=True))
                 handle.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
-        target.write_bytes(buffer.getvalue())
+        # write-then-rename: two processes sharing a cache may export at once; neither leaves half a file
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        partial.write_bytes(buffer.getvalue())
+        os.replace(partial, target)
         return len(rows)
 
     def import_responses(self, path: str | Path) -> int:

@@ -23,10 +23,11 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
+from supersede_lib.eval.run_files import REPO_ROOT
 from supersede_lib.eval.stats import success_trend
 from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
 from supersede_lib.studies.training import copy_run_folder_files
-from supersede_lib.train.config import ROLLOUTS_FILE, TrainingConfig
+from supersede_lib.train.config import ROLLOUTS_FILE, TRAINING_SEED_BASE, TrainingConfig
 
 PRESET = "cpu_proof"
 REWARD_ARMS = ("sparse", "memory")
@@ -278,6 +279,94 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
     if "heldout" in tables:
         save_figure(proof_figure(rollouts, tables["heldout"]), directory / "cpu_proof.png")
     return tables
+
+
+def committed_dir() -> Path:
+    """The proof's committed folder, wherever the caller runs (papermill runs notebooks in `notebooks/`)."""
+    return REPO_ROOT / PROOF_DIR
+
+
+def read_tables(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
+    """The tables `write_report` last wrote (trend, heldout, hard, longmemeval when present), read only."""
+    names = ("trend", *EVAL_SETS, LONGMEMEVAL)
+    return {
+        name: pd.read_csv(directory / f"{name}.csv") for name in names if (directory / f"{name}.csv").exists()
+    }
+
+
+def side_by_side(model: str, which: str = "heldout", n: int = 6, directory: Path = PROOF_DIR) -> pd.DataFrame:
+    """The base's and one checkpoint's final notes and answers on the same questions, those where the
+    verdicts differ first: what a reader checks before believing the accuracy table."""
+    columns = ["episode_id", "question", "gold", "final_notes", "answer", "verdict"]
+    base = pd.read_csv(directory / which / "base.csv")[columns]
+    trained = pd.read_csv(directory / which / f"{model}.csv")[columns[:1] + columns[3:]]
+    both = base.merge(trained, on="episode_id", suffixes=(" (base)", f" ({model})"))
+    differs = both["verdict (base)"] != both[f"verdict ({model})"]
+    return pd.concat([both[differs], both[~differs]]).head(n).reset_index(drop=True)
+
+
+def _spec_line(spec: EpisodeSpec) -> str:
+    sessions = "-".join(str(n) for n in spec.generator_overrides.get("n_sessions", ("?",)))
+    return f"synthetic {spec.difficulty}, {sessions} sessions, generator seed {spec.seed}, n = {spec.n}"
+
+
+TABLE_TITLES = {
+    "trend": "Training success, first vs last quarter of steps (one-sided Fisher exact)",
+    "heldout": f"Held-out, training distribution ({_spec_line(HELDOUT)}; greedy, matcher, McNemar vs base)",
+    "hard": f"Transfer to the harder set ({_spec_line(HARD)}; greedy, matcher, McNemar vs base)",
+    LONGMEMEVAL: "Real LongMemEval knowledge-update records (local file; greedy, matcher)",
+}
+
+
+def final_checkpoints(table: pd.DataFrame) -> list[str]:
+    """The last evaluated checkpoint of every run in an evaluation table (`model` column), sparse first."""
+    trained = [label for label in table["model"] if "__step-" in label]
+    last: dict[str, str] = {}
+    for label in sorted(trained, key=_step_of):
+        last[label.rsplit("__step-", 1)[0]] = label
+    return [last[run] for run in sorted(last, key=lambda run: (not run.startswith("sparse"), run))]
+
+
+def report_section(directory: Path = PROOF_DIR, report_dir: Path | None = None) -> str:
+    """The proof as a REPORT.md section: what was trained and on what it was judged, then its tables
+    and figure as committed (run `report` first); empty when the proof has not been run."""
+    tables = [
+        name for name in ("trend", "heldout", "hard", LONGMEMEVAL) if (directory / f"{name}.md").exists()
+    ]
+    if not tables:
+        return ""
+    config_files = sorted((directory / "runs").glob("*.training_config.json"))
+    config = json.loads(config_files[0].read_text()) if config_files else {}
+    model = Path(str(config.get("model_name_or_path", "?"))).name
+    where = (
+        directory.relative_to(report_dir)
+        if report_dir and directory.is_relative_to(report_dir)
+        else directory
+    )
+    lines = [
+        f"### The CPU proof: does GRPO training learn? (preset `{PRESET}`, `{where.as_posix()}/`)",
+        "",
+        f"Model: `{model}` with LoRA r = {config.get('lora_r', '?')}; agent prompt "
+        f"`{config.get('prompt_variant', '?')}`, notes budget {config.get('notes_budget_chars', '?')} chars; "
+        f"{config.get('num_generations', '?')} rollouts per step at lr {config.get('learning_rate', '?')}, "
+        f"{config.get('max_steps', '?')} steps planned; training episodes synthetic "
+        f"{config.get('difficulty', '?')} from generator seed {TRAINING_SEED_BASE} + run seed. "
+        "Arms: `sparse` (the paper's reward) and `memory` (plus credit when the notes hold the current value). "
+        "Rows name the run, seed and checkpoint step; n is in each table.",
+        "",
+    ]
+    for name in tables:
+        lines += [
+            f"**{TABLE_TITLES[name]}** (`{name}.md`)",
+            "",
+            (directory / f"{name}.md").read_text().strip(),
+            "",
+        ]
+    figure = directory / "cpu_proof.png"
+    if figure.exists():
+        link = figure.relative_to(report_dir) if report_dir and figure.is_relative_to(report_dir) else figure
+        lines += [f"![cpu_proof]({link.as_posix()})", ""]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
