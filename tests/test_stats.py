@@ -205,3 +205,19 @@ def test_success_trend_compares_the_first_and_last_quarter_of_steps() -> None:
     assert (flat.first_n, flat.last_n) == (2, 2) and flat.p_one_sided > 0.5
     with pytest.raises(ValueError, match="at least one rollout"):
         success_trend([], [])
+
+
+def test_success_trend_also_tests_steps_as_units_which_is_more_conservative() -> None:
+    # 20 steps of 8: the first 5 steps 1/8 each, the last 5 steps 4/8 each
+    rates = [1] * 5 + [2] * 10 + [4] * 5
+    steps = [step for step in range(1, 21) for _ in range(8)]
+    successes = [rollout < rates[step - 1] for step in range(1, 21) for rollout in range(8)]
+    trend = success_trend(steps, successes)
+    assert (trend.first_successes, trend.last_successes) == (5, 20)
+    assert trend.p_steps_one_sided < 0.05  # five of five last steps above all five first steps
+    assert trend.p_one_sided < trend.p_steps_one_sided  # pooling rollouts claims more than the steps show
+    # two good steps among the last five are no rise of the steps, though the rollouts pool to one
+    lucky = [1] * 5 + [2] * 10 + [0, 0, 1, 8, 8]
+    bumpy = success_trend(steps, [rollout < lucky[step - 1] for step in range(1, 21) for rollout in range(8)])
+    assert bumpy.p_one_sided < 0.05 and bumpy.p_steps_one_sided > 0.3
+    assert math.isnan(success_trend([1, 2, 3, 4], [True, False, True, False]).p_steps_one_sided)

@@ -183,6 +183,8 @@ class TrendResult:
     `p_one_sided`: Fisher's exact test that the last quarter's success rate exceeds the first's
     (rollouts pooled within each quarter; the rollouts of one step share an episode, so this counts
     them as if independent and is optimistic when groups are large).
+    `p_steps_one_sided`: the conservative counterpart, a one-sided Mann-Whitney U test on the per-step
+    success rates (each step one observation, so the shared episode is counted once).
     """
 
     first_successes: int
@@ -190,6 +192,7 @@ class TrendResult:
     last_successes: int
     last_n: int
     p_one_sided: float
+    p_steps_one_sided: float = float("nan")
 
     @property
     def first_rate(self) -> float:
@@ -205,7 +208,7 @@ def success_trend(steps: Sequence[int], successes: Sequence[bool]) -> TrendResul
 
     The quarters are the first and last ceil(S / 4) of the S distinct steps.
     """
-    from scipy.stats import fisher_exact
+    from scipy.stats import fisher_exact, mannwhitneyu
 
     frame = pd.DataFrame({"step": list(steps), "success": [bool(value) for value in successes]})
     if frame.empty:
@@ -219,10 +222,18 @@ def success_trend(steps: Sequence[int], successes: Sequence[bool]) -> TrendResul
         [int(first.sum()), int((~first).sum())],
     ]
     _, p_value = fisher_exact(table, alternative="greater")
+    per_step = frame.groupby("step")["success"].mean()
+    first_steps, last_steps = per_step.loc[ordered[:quarter]], per_step.loc[ordered[-quarter:]]
+    p_steps = (
+        float(mannwhitneyu(last_steps, first_steps, alternative="greater").pvalue)
+        if len(ordered) >= 2 * quarter and quarter > 1
+        else float("nan")
+    )
     return TrendResult(
         first_successes=int(first.sum()),
         first_n=len(first),
         last_successes=int(last.sum()),
         last_n=len(last),
         p_one_sided=float(p_value),
+        p_steps_one_sided=p_steps,
     )

@@ -107,7 +107,8 @@ def read_rollouts(directory: Path = PROOF_DIR) -> pd.DataFrame:
 
 
 def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
-    """Per run: success in the first vs the last quarter of steps, one-sided Fisher exact p."""
+    """Per run: success in the first vs the last quarter of steps; one-sided Fisher exact p over rollouts
+    (the target's test), and Mann-Whitney over per-step rates beside it (steps as units, conservative)."""
     rows = []
     for run, frame in rollouts.groupby("run", sort=True):
         trend = success_trend(frame["step"], frame["success"])
@@ -123,6 +124,7 @@ def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
                 "last_quarter": f"{trend.last_successes}/{trend.last_n}",
                 "last_rate": trend.last_rate,
                 "p_one_sided": trend.p_one_sided,
+                "p_steps_one_sided": trend.p_steps_one_sided,
                 "rises": trend.last_rate > trend.first_rate and trend.p_one_sided < 0.05,
             }
         )
@@ -311,7 +313,7 @@ def _spec_line(spec: EpisodeSpec) -> str:
 
 
 TABLE_TITLES = {
-    "trend": "Training success, first vs last quarter of steps (one-sided Fisher exact)",
+    "trend": "Training success, first vs last quarter of steps (one-sided: Fisher over rollouts; Mann-Whitney over steps)",
     "heldout": f"Held-out, training distribution ({_spec_line(HELDOUT)}; greedy, matcher, McNemar vs base)",
     "hard": f"Transfer to the harder set ({_spec_line(HARD)}; greedy, matcher, McNemar vs base)",
     LONGMEMEVAL: "Real LongMemEval knowledge-update records (local file; greedy, matcher)",
