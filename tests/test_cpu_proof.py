@@ -130,3 +130,22 @@ def test_side_by_side_puts_the_questions_whose_verdicts_differ_first(tmp_path: P
         {"model": ["base", "memory__seed-0__step-20", "sparse__seed-0__step-10", "sparse__seed-0__step-20"]}
     )
     assert cpu_proof.final_checkpoints(table) == ["sparse__seed-0__step-20", "memory__seed-0__step-20"]
+
+
+def test_a_learning_rate_sweep_arm_has_its_own_folder_label_and_length() -> None:
+    preset = TrainingConfig.preset("cpu_proof")
+    assert cpu_proof.proof_config("sparse", preset.learning_rate) == cpu_proof.proof_config("sparse")
+    sweep = cpu_proof.proof_config("sparse", 1e-4)
+    assert sweep.learning_rate == 1e-4 and sweep.max_steps == cpu_proof.SWEEP_STEPS < preset.max_steps
+    assert sweep.output_dir.endswith("sparse-lr1e-04") and sweep.reward == "sparse"
+    assert cpu_proof.run_label("sparse", 1, 1e-4) == "sparse-lr1e-04__seed-1"
+    assert cpu_proof.reward_of("memory-lr2e-05") == "memory" and cpu_proof.reward_of("memory") == "memory"
+
+
+def test_sweep_runs_are_read_under_their_arm_and_reward(tmp_path: Path) -> None:
+    _write_run(tmp_path, "sparse__seed-0", [1, 1, 2, 2])
+    _write_run(tmp_path, "sparse-lr1e-04__seed-0", [1, 0, 0, 0])
+    rollouts = cpu_proof.read_rollouts(tmp_path)
+    assert set(rollouts["arm"]) == {"sparse", "sparse-lr1e-04"} and set(rollouts["reward_type"]) == {"sparse"}
+    trend = cpu_proof.trend_table(rollouts).set_index("run")
+    assert trend.loc["sparse-lr1e-04__seed-0", "last_quarter"] == "0/8"

@@ -31,6 +31,7 @@ from supersede_lib.train.config import ROLLOUTS_FILE, TRAINING_SEED_BASE, Traini
 
 PRESET = "cpu_proof"
 REWARD_ARMS = ("sparse", "memory")
+SWEEP_STEPS = 10  # a learning-rate sweep arm runs to the proof's first checkpoint
 PROOF_DIR = Path(
     "outputs/offline/06_grpo_training/cpu_proof"
 )  # committed: run files, tables, figure, replies
@@ -56,31 +57,57 @@ def eval_spec(which: str, longmemeval_path: str | None = None) -> EpisodeSpec:
     return EVAL_SETS[which]
 
 
-def proof_config(reward: str) -> TrainingConfig:
-    """The preset for one reward arm, each in its own folder under `RUNS_ROOT`."""
-    return TrainingConfig.preset(PRESET, reward=reward, output_dir=str(RUNS_ROOT / reward))
+def arm_name(reward: str, learning_rate: float | None = None) -> str:
+    """`sparse` for an arm at the preset's learning rate; `sparse-lr1e-04` for a sweep arm at another."""
+    if learning_rate is None or learning_rate == TrainingConfig.preset(PRESET).learning_rate:
+        return reward
+    return f"{reward}-lr{learning_rate:.0e}"
 
 
-def run_label(reward: str, seed: int) -> str:
-    return f"{reward}__seed-{seed}"
+def reward_of(arm: str) -> str:
+    """The reward of an arm name (`sparse-lr1e-04` -> `sparse`)."""
+    return arm.split("-lr", 1)[0]
 
 
-def train_arms(rewards: Sequence[str] = REWARD_ARMS, seeds: Sequence[int] = (0,)) -> None:
+def proof_config(reward: str, learning_rate: float | None = None) -> TrainingConfig:
+    """The preset for one arm, each in its own folder under `RUNS_ROOT`. A sweep arm (another learning
+    rate) runs `SWEEP_STEPS` steps: it is judged at the proof's first checkpoint against the preset's."""
+    arm = arm_name(reward, learning_rate)
+    overrides: dict[str, Any] = {"reward": reward, "output_dir": str(RUNS_ROOT / arm)}
+    if arm != reward:
+        overrides.update(learning_rate=learning_rate, max_steps=SWEEP_STEPS)
+    return TrainingConfig.preset(PRESET, **overrides)
+
+
+def run_label(reward: str, seed: int, learning_rate: float | None = None) -> str:
+    return f"{arm_name(reward, learning_rate)}__seed-{seed}"
+
+
+def train_arms(
+    rewards: Sequence[str] = REWARD_ARMS,
+    seeds: Sequence[int] = (0,),
+    learning_rates: Sequence[float | None] = (None,),
+) -> None:
     """Train (or resume, or read back) every arm x seed, copying its small files to `PROOF_DIR`."""
     from supersede_lib.train.run import train
 
     for seed in seeds:
-        for reward in rewards:
-            train(proof_config(reward), seed=seed)
-            copy_run_files(reward, seed)
+        for learning_rate in learning_rates:
+            for reward in rewards:
+                train(proof_config(reward, learning_rate), seed=seed)
+                copy_run_files(reward, seed, learning_rate=learning_rate)
 
 
-def copy_run_files(reward: str, seed: int, directory: Path = PROOF_DIR) -> None:
-    """Metrics, rollouts, summary and config of a run, as `runs/<reward>__seed-N.<file>`."""
+def copy_run_files(
+    reward: str, seed: int, directory: Path = PROOF_DIR, learning_rate: float | None = None
+) -> None:
+    """Metrics, rollouts, summary and config of a run, as `runs/<arm>__seed-N.<file>`."""
     from supersede_lib.train.run import run_dir_for
 
     copy_run_folder_files(
-        run_dir_for(proof_config(reward), seed), run_label(reward, seed), directory / "runs"
+        run_dir_for(proof_config(reward, learning_rate), seed),
+        run_label(reward, seed, learning_rate),
+        directory / "runs",
     )
 
 
@@ -89,13 +116,14 @@ def read_rollouts(directory: Path = PROOF_DIR) -> pd.DataFrame:
     rows = []
     for path in sorted((directory / "runs").glob(f"*.{ROLLOUTS_FILE}")):
         label = path.name.removesuffix(f".{ROLLOUTS_FILE}")
-        reward, seed = label.split("__seed-")
+        arm, seed = label.split("__seed-")
         for line in path.read_text().splitlines():
             record = json.loads(line)
             rows.append(
                 {
                     "run": label,
-                    "reward_type": reward,
+                    "arm": arm,
+                    "reward_type": reward_of(arm),
                     "seed": int(seed),
                     "step": int(record["step"]),
                     "reward": float(record["reward"]),
@@ -131,15 +159,19 @@ def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def checkpoints_to_evaluate(seeds: Sequence[int] = (0,)) -> list[tuple[str, str | None]]:
+def checkpoints_to_evaluate(
+    seeds: Sequence[int] = (0,), learning_rates: Sequence[float | None] = (None,)
+) -> list[tuple[str, str | None]]:
     """(label, adapter folder or None for the base) for the base and every saved checkpoint."""
     from supersede_lib.train.run import list_checkpoints, run_dir_for
 
     models: list[tuple[str, str | None]] = [("base", None)]
     for seed in seeds:
-        for reward in REWARD_ARMS:
-            for step, folder in list_checkpoints(run_dir_for(proof_config(reward), seed)):
-                models.append((f"{run_label(reward, seed)}__step-{step}", str(folder)))
+        for learning_rate in learning_rates:
+            for reward in REWARD_ARMS:
+                run_dir = run_dir_for(proof_config(reward, learning_rate), seed)
+                for step, folder in list_checkpoints(run_dir):
+                    models.append((f"{run_label(reward, seed, learning_rate)}__step-{step}", str(folder)))
     return models
 
 
@@ -353,7 +385,8 @@ def report_section(directory: Path = PROOF_DIR, report_dir: Path | None = None) 
         f"{config.get('num_generations', '?')} rollouts per step at lr {config.get('learning_rate', '?')}, "
         f"{config.get('max_steps', '?')} steps planned; training episodes synthetic "
         f"{config.get('difficulty', '?')} from generator seed {TRAINING_SEED_BASE} + run seed. "
-        "Arms: `sparse` (the paper's reward) and `memory` (plus credit when the notes hold the current value). "
+        "Arms: `sparse` (the paper's reward) and `memory` (plus credit when the notes hold the current value); "
+        f"`<reward>-lr<rate>`: a learning-rate sweep arm, {SWEEP_STEPS} steps. "
         "Rows name the run, seed and checkpoint step; n is in each table.",
         "",
     ]
@@ -379,11 +412,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--set", dest="which", default="heldout", choices=(*EVAL_SETS, LONGMEMEVAL))
     parser.add_argument("--longmemeval", metavar="PATH", help="LongMemEval JSON file for --set longmemeval")
     parser.add_argument("--only", nargs="*", help="evaluate only these model labels (e.g. base)")
+    parser.add_argument(
+        "--lr",
+        nargs="+",
+        type=float,
+        default=[None],
+        help=f"learning-rate sweep: arms at these rates, {SWEEP_STEPS} steps each (default: the preset's)",
+    )
     args = parser.parse_args(argv)
     if args.part == "train":
-        train_arms(args.reward, args.seed)
+        train_arms(args.reward, args.seed, args.lr)
     elif args.part == "evaluate":
-        for label, adapter in checkpoints_to_evaluate(args.seed):
+        for label, adapter in checkpoints_to_evaluate(args.seed, args.lr):
             if not args.only or label in args.only:
                 evaluate(label, adapter, args.which, longmemeval_path=args.longmemeval)
     else:
