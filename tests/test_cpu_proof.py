@@ -26,6 +26,7 @@ def _write_run(directory: Path, label: str, successes_by_step: list[int], group:
                         "reward": 1.0 if correct else 0.0,
                         "verdict": "correct" if correct else "wrong",
                         "notes_hold_current": correct,
+                        "final_notes": "pet: Olive" if correct else "",
                     }
                 )
             )
@@ -67,6 +68,10 @@ def test_the_report_reads_trend_and_heldout_accuracy_from_the_committed_files(tm
     trend = tables["trend"].set_index("run")
     assert trend.loc["sparse__seed-0", "first_quarter"] == "3/16" and trend.loc["sparse__seed-0", "rises"]
     assert not trend.loc["memory__seed-0", "rises"] and trend.loc["memory__seed-0", "p_one_sided"] > 0.5
+    # the written rollouts leave the notes empty exactly when wrong: 13/16 -> 3/16 empty
+    assert trend.loc["sparse__seed-0", "notes_empty_first"] == pytest.approx(13 / 16)
+    assert trend.loc["sparse__seed-0", "notes_empty_last"] == pytest.approx(3 / 16)
+    assert trend.loc["sparse__seed-0", "stale_last"] == 0.0
     heldout = tables["heldout"].set_index("model")
     assert list(heldout.index) == ["base", "memory__seed-0__step-8", "sparse__seed-0__step-8"]
     assert heldout.loc["base", "accuracy"] == pytest.approx(0.20)

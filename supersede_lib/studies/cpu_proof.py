@@ -128,6 +128,8 @@ def read_rollouts(directory: Path = PROOF_DIR) -> pd.DataFrame:
                     "step": int(record["step"]),
                     "reward": float(record["reward"]),
                     "success": record.get("verdict") == "correct",
+                    "stale": record.get("verdict") == "stale",
+                    "notes_empty": not str(record.get("final_notes") or "").strip(),
                     "notes_hold_current": record.get("notes_hold_current"),
                 }
             )
@@ -154,9 +156,22 @@ def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
                 "p_one_sided": trend.p_one_sided,
                 "p_steps_one_sided": trend.p_steps_one_sided,
                 "rises": trend.last_rate > trend.first_rate and trend.p_one_sided < 0.05,
+                **_quarter_shares(frame, "stale"),
+                **_quarter_shares(frame, "notes_empty"),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _quarter_shares(frame: pd.DataFrame, column: str) -> dict[str, float]:
+    """The share of rollouts with `column` true in the first and the last quarter of steps (as the
+    trend counts them): stale answers and empty notes show what a reward change bought."""
+    steps = sorted(frame["step"].unique())
+    quarter = max(1, -(-len(steps) // 4))
+    return {
+        f"{column}_first": float(frame[frame["step"].isin(steps[:quarter])][column].mean()),
+        f"{column}_last": float(frame[frame["step"].isin(steps[-quarter:])][column].mean()),
+    }
 
 
 def checkpoints_to_evaluate(
