@@ -137,14 +137,22 @@ def test_side_by_side_puts_the_questions_whose_verdicts_differ_first(tmp_path: P
     assert cpu_proof.final_checkpoints(table) == ["sparse__seed-0__step-20", "memory__seed-0__step-20"]
 
 
-def test_a_learning_rate_sweep_arm_has_its_own_folder_label_and_length() -> None:
+def test_a_sweep_arm_has_its_own_folder_and_label_and_changes_only_its_field() -> None:
     preset = TrainingConfig.preset("cpu_proof")
-    assert cpu_proof.proof_config("sparse", preset.learning_rate) == cpu_proof.proof_config("sparse")
-    sweep = cpu_proof.proof_config("sparse", 1e-4)
-    assert sweep.learning_rate == 1e-4 and sweep.max_steps == cpu_proof.SWEEP_STEPS < preset.max_steps
+    same = cpu_proof.Variant(learning_rate=preset.learning_rate, stale_penalty=preset.stale_penalty_weight)
+    assert cpu_proof.proof_config("sparse", same) == cpu_proof.proof_config("sparse")
+    sweep = cpu_proof.proof_config("sparse", cpu_proof.Variant(learning_rate=1e-4))
+    assert sweep.learning_rate == 1e-4 and sweep.max_steps == preset.max_steps
     assert sweep.output_dir.endswith("sparse-lr1e-04") and sweep.reward == "sparse"
-    assert cpu_proof.run_label("sparse", 1, 1e-4) == "sparse-lr1e-04__seed-1"
-    assert cpu_proof.reward_of("memory-lr2e-05") == "memory" and cpu_proof.reward_of("memory") == "memory"
+    no_penalty = cpu_proof.Variant(stale_penalty=0.0)
+    assert cpu_proof.proof_config("memory", no_penalty).stale_penalty_weight == 0.0
+    assert cpu_proof.proof_config("memory", no_penalty).learning_rate == preset.learning_rate
+    assert cpu_proof.run_label("sparse", 1, no_penalty) == "sparse-stale0__seed-1"
+    both = cpu_proof.Variant(learning_rate=2e-5, stale_penalty=0.5)
+    assert cpu_proof.arm_name("sparse", both) == "sparse-lr2e-05-stale0.5"
+    assert (
+        cpu_proof.reward_of("memory-lr2e-05-stale0") == "memory" and cpu_proof.reward_of("memory") == "memory"
+    )
 
 
 def test_sweep_runs_are_read_under_their_arm_and_reward(tmp_path: Path) -> None:

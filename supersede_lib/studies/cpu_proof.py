@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ from supersede_lib.train.config import ROLLOUTS_FILE, TRAINING_SEED_BASE, Traini
 
 PRESET = "cpu_proof"
 REWARD_ARMS = ("sparse", "memory")
-SWEEP_STEPS = 10  # a learning-rate sweep arm runs to the proof's first checkpoint
 PROOF_DIR = Path(
     "outputs/offline/06_grpo_training/cpu_proof"
 )  # committed: run files, tables, figure, replies
@@ -57,56 +57,83 @@ def eval_spec(which: str, longmemeval_path: str | None = None) -> EpisodeSpec:
     return EVAL_SETS[which]
 
 
-def arm_name(reward: str, learning_rate: float | None = None) -> str:
-    """`sparse` for an arm at the preset's learning rate; `sparse-lr1e-04` for a sweep arm at another."""
-    if learning_rate is None or learning_rate == TrainingConfig.preset(PRESET).learning_rate:
-        return reward
-    return f"{reward}-lr{learning_rate:.0e}"
+@dataclass(frozen=True)
+class Variant:
+    """A sweep arm's departure from the preset: another learning rate, another stale penalty (λ in
+    r = r_cur - λ r_stale; the paper's reward has λ > 0). None keeps the preset's value."""
+
+    learning_rate: float | None = None
+    stale_penalty: float | None = None
+
+    def overrides(self) -> dict[str, float]:
+        """The preset fields this variant changes (values equal to the preset's change nothing)."""
+        preset = TrainingConfig.preset(PRESET)
+        fields = {"learning_rate": self.learning_rate, "stale_penalty_weight": self.stale_penalty}
+        return {
+            name: value
+            for name, value in fields.items()
+            if value is not None and value != getattr(preset, name)
+        }
+
+    @property
+    def suffix(self) -> str:
+        """`` for the preset, `-lr2e-05`, `-stale0`, or both: part of the arm's folder and run label."""
+        changed = self.overrides()
+        parts = []
+        if "learning_rate" in changed:
+            parts.append(f"-lr{changed['learning_rate']:.0e}")
+        if "stale_penalty_weight" in changed:
+            parts.append(f"-stale{changed['stale_penalty_weight']:g}")
+        return "".join(parts)
+
+
+PRESET_VARIANT = Variant()
+
+
+def arm_name(reward: str, variant: Variant = PRESET_VARIANT) -> str:
+    """`sparse` for an arm at the preset's settings; `sparse-lr1e-04`, `sparse-stale0` for sweep arms."""
+    return f"{reward}{variant.suffix}"
 
 
 def reward_of(arm: str) -> str:
     """The reward of an arm name (`sparse-lr1e-04` -> `sparse`)."""
-    return arm.split("-lr", 1)[0]
+    return arm.split("-", 1)[0]
 
 
-def proof_config(reward: str, learning_rate: float | None = None) -> TrainingConfig:
-    """The preset for one arm, each in its own folder under `RUNS_ROOT`. A sweep arm (another learning
-    rate) runs `SWEEP_STEPS` steps: it is judged at the proof's first checkpoint against the preset's."""
-    arm = arm_name(reward, learning_rate)
-    overrides: dict[str, Any] = {"reward": reward, "output_dir": str(RUNS_ROOT / arm)}
-    if arm != reward:
-        overrides.update(learning_rate=learning_rate, max_steps=SWEEP_STEPS)
-    return TrainingConfig.preset(PRESET, **overrides)
+def proof_config(reward: str, variant: Variant = PRESET_VARIANT) -> TrainingConfig:
+    """The preset for one arm, each in its own folder under `RUNS_ROOT`; a sweep arm runs as many
+    steps as the preset's, so its checkpoints stand beside theirs."""
+    overrides: dict[str, Any] = {"reward": reward, "output_dir": str(RUNS_ROOT / arm_name(reward, variant))}
+    return TrainingConfig.preset(PRESET, **overrides, **variant.overrides())
 
 
-def run_label(reward: str, seed: int, learning_rate: float | None = None) -> str:
-    return f"{arm_name(reward, learning_rate)}__seed-{seed}"
+def run_label(reward: str, seed: int, variant: Variant = PRESET_VARIANT) -> str:
+    return f"{arm_name(reward, variant)}__seed-{seed}"
 
 
 def train_arms(
     rewards: Sequence[str] = REWARD_ARMS,
     seeds: Sequence[int] = (0,),
-    learning_rates: Sequence[float | None] = (None,),
+    variant: Variant = PRESET_VARIANT,
 ) -> None:
     """Train (or resume, or read back) every arm x seed, copying its small files to `PROOF_DIR`."""
     from supersede_lib.train.run import train
 
     for seed in seeds:
-        for learning_rate in learning_rates:
-            for reward in rewards:
-                train(proof_config(reward, learning_rate), seed=seed)
-                copy_run_files(reward, seed, learning_rate=learning_rate)
+        for reward in rewards:
+            train(proof_config(reward, variant), seed=seed)
+            copy_run_files(reward, seed, variant=variant)
 
 
 def copy_run_files(
-    reward: str, seed: int, directory: Path = PROOF_DIR, learning_rate: float | None = None
+    reward: str, seed: int, directory: Path = PROOF_DIR, variant: Variant = PRESET_VARIANT
 ) -> None:
     """Metrics, rollouts, summary and config of a run, as `runs/<arm>__seed-N.<file>`."""
     from supersede_lib.train.run import run_dir_for
 
     copy_run_folder_files(
-        run_dir_for(proof_config(reward, learning_rate), seed),
-        run_label(reward, seed, learning_rate),
+        run_dir_for(proof_config(reward, variant), seed),
+        run_label(reward, seed, variant),
         directory / "runs",
     )
 
@@ -175,18 +202,16 @@ def _quarter_shares(frame: pd.DataFrame, column: str) -> dict[str, float]:
 
 
 def checkpoints_to_evaluate(
-    seeds: Sequence[int] = (0,), learning_rates: Sequence[float | None] = (None,)
+    seeds: Sequence[int] = (0,), variant: Variant = PRESET_VARIANT
 ) -> list[tuple[str, str | None]]:
     """(label, adapter folder or None for the base) for the base and every saved checkpoint."""
     from supersede_lib.train.run import list_checkpoints, run_dir_for
 
     models: list[tuple[str, str | None]] = [("base", None)]
     for seed in seeds:
-        for learning_rate in learning_rates:
-            for reward in REWARD_ARMS:
-                run_dir = run_dir_for(proof_config(reward, learning_rate), seed)
-                for step, folder in list_checkpoints(run_dir):
-                    models.append((f"{run_label(reward, seed, learning_rate)}__step-{step}", str(folder)))
+        for reward in REWARD_ARMS:
+            for step, folder in list_checkpoints(run_dir_for(proof_config(reward, variant), seed)):
+                models.append((f"{run_label(reward, seed, variant)}__step-{step}", str(folder)))
     return models
 
 
@@ -401,7 +426,7 @@ def report_section(directory: Path = PROOF_DIR, report_dir: Path | None = None) 
         f"{config.get('max_steps', '?')} steps planned; training episodes synthetic "
         f"{config.get('difficulty', '?')} from generator seed {TRAINING_SEED_BASE} + run seed. "
         "Arms: `sparse` (the paper's reward) and `memory` (plus credit when the notes hold the current value); "
-        f"`<reward>-lr<rate>`: a learning-rate sweep arm, {SWEEP_STEPS} steps. "
+        "`<reward>-lr<rate>`, `<reward>-stale<λ>`: sweep arms (another learning rate, another stale penalty). "
         "Rows name the run, seed and checkpoint step; n is in each table.",
         "",
     ]
@@ -427,18 +452,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--set", dest="which", default="heldout", choices=(*EVAL_SETS, LONGMEMEVAL))
     parser.add_argument("--longmemeval", metavar="PATH", help="LongMemEval JSON file for --set longmemeval")
     parser.add_argument("--only", nargs="*", help="evaluate only these model labels (e.g. base)")
+    parser.add_argument("--lr", type=float, help="a sweep arm at this learning rate (default: the preset's)")
     parser.add_argument(
-        "--lr",
-        nargs="+",
-        type=float,
-        default=[None],
-        help=f"learning-rate sweep: arms at these rates, {SWEEP_STEPS} steps each (default: the preset's)",
+        "--stale-penalty", type=float, help="a sweep arm with this stale penalty λ (default: the preset's)"
     )
     args = parser.parse_args(argv)
+    variant = Variant(learning_rate=args.lr, stale_penalty=args.stale_penalty)
     if args.part == "train":
-        train_arms(args.reward, args.seed, args.lr)
+        train_arms(args.reward, args.seed, variant)
     elif args.part == "evaluate":
-        for label, adapter in checkpoints_to_evaluate(args.seed, args.lr):
+        for label, adapter in checkpoints_to_evaluate(args.seed, variant):
             if not args.only or label in args.only:
                 evaluate(label, adapter, args.which, longmemeval_path=args.longmemeval)
     else:
