@@ -292,6 +292,7 @@ def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
     """Left: training success per step (Wilson 95% per step); right: held-out accuracy per checkpoint."""
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.ticker import MaxNLocator
 
     from supersede_lib.eval.stats import wilson_interval
 
@@ -333,6 +334,8 @@ def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
     held_ax.set(xlabel="checkpoint step (0 = base)", ylabel="held-out accuracy", ylim=(-0.02, 1.02))
     held_ax.set_title(f"Held-out, training distribution (n = {int(base['n'])}, greedy)", fontsize=10)
     held_ax.legend(fontsize=8)
+    for axis in (train_ax, held_ax):
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     figure.tight_layout()
     return figure
 
