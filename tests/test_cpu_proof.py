@@ -162,3 +162,24 @@ def test_sweep_runs_are_read_under_their_arm_and_reward(tmp_path: Path) -> None:
     assert set(rollouts["arm"]) == {"sparse", "sparse-lr1e-04"} and set(rollouts["reward_type"]) == {"sparse"}
     trend = cpu_proof.trend_table(rollouts).set_index("run")
     assert trend.loc["sparse-lr1e-04__seed-0", "last_quarter"] == "0/8"
+
+
+def test_replies_on_real_longmemeval_records_stay_out_of_the_committed_responses(
+    tmp_path: Path, tiny_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import supersede_lib.train.run as run
+
+    monkeypatch.setattr(cpu_proof, "RUNS_ROOT", tmp_path / "runs")
+    monkeypatch.setattr(run, "resolve_base_model", lambda config: str(tiny_path))
+    proof = tmp_path / "proof"
+    proof.mkdir()
+    committed = proof / cpu_proof.RESPONSES_FILE
+    committed.write_bytes(b"")  # stands for the committed export: must stay as it is
+    records = Path(__file__).parent / "fixtures" / "longmemeval" / "longmemeval_oracle.json"
+
+    frame = cpu_proof.evaluate("base", None, cpu_proof.LONGMEMEVAL, proof, longmemeval_path=str(records))
+
+    assert len(frame) == 5  # the fixture's knowledge-update questions, answered and graded
+    assert committed.read_bytes() == b""
+    assert (tmp_path / "runs" / "responses-longmemeval.sqlite").exists()
+    assert not (tmp_path / "runs" / "responses.sqlite").exists()

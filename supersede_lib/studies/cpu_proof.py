@@ -233,9 +233,13 @@ def evaluate(
     if csv.exists():
         return pd.read_csv(csv)
     config = proof_config("sparse")
-    cache = ResponseCache(RUNS_ROOT / "responses.sqlite")
+    # replies on real LongMemEval records quote them: their own cache, never exported with ours
+    real_records = which == LONGMEMEVAL
+    cache = ResponseCache(
+        RUNS_ROOT / ("responses-longmemeval.sqlite" if real_records else "responses.sqlite")
+    )
     responses = directory / RESPONSES_FILE
-    if responses.exists():
+    if responses.exists() and not real_records:
         cache.import_responses(responses)
     # named by the run and the adapter's hash, so no two checkpoints share cached replies
     name = f"{label}@{adapter_file_fingerprint(adapter)[:12]}" if adapter else None
@@ -259,7 +263,8 @@ def evaluate(
         run_name=label,
         progress=True,
     )
-    cache.export_responses(responses)
+    if not real_records:
+        cache.export_responses(responses)
     inner.close()
     return result.frame
 
