@@ -203,6 +203,13 @@ class TrendResult:
         return self.last_successes / self.last_n if self.last_n else float("nan")
 
 
+def quarter_steps(steps: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The first and the last ceil(S / 4) of the S distinct steps (the quarters a trend compares)."""
+    ordered = sorted(set(steps))
+    quarter = max(1, -(-len(ordered) // 4))
+    return ordered[:quarter], ordered[-quarter:]
+
+
 def success_trend(steps: Sequence[int], successes: Sequence[bool]) -> TrendResult:
     """Did training succeed more often at the end? One row per rollout: its step and whether it succeeded.
 
@@ -213,20 +220,18 @@ def success_trend(steps: Sequence[int], successes: Sequence[bool]) -> TrendResul
     frame = pd.DataFrame({"step": list(steps), "success": [bool(value) for value in successes]})
     if frame.empty:
         raise ValueError("success_trend needs at least one rollout")
-    ordered = sorted(frame["step"].unique())
-    quarter = max(1, -(-len(ordered) // 4))
-    first = frame[frame["step"].isin(ordered[:quarter])]["success"]
-    last = frame[frame["step"].isin(ordered[-quarter:])]["success"]
+    first_steps, last_steps = quarter_steps(frame["step"])
+    first = frame[frame["step"].isin(first_steps)]["success"]
+    last = frame[frame["step"].isin(last_steps)]["success"]
     table = [
         [int(last.sum()), int((~last).sum())],
         [int(first.sum()), int((~first).sum())],
     ]
     _, p_value = fisher_exact(table, alternative="greater")
     per_step = frame.groupby("step")["success"].mean()
-    first_steps, last_steps = per_step.loc[ordered[:quarter]], per_step.loc[ordered[-quarter:]]
     p_steps = (
-        float(mannwhitneyu(last_steps, first_steps, alternative="greater").pvalue)
-        if len(ordered) >= 2 * quarter and quarter > 1
+        float(mannwhitneyu(per_step.loc[last_steps], per_step.loc[first_steps], alternative="greater").pvalue)
+        if len(per_step) >= 2 * len(first_steps) and len(first_steps) > 1
         else float("nan")
     )
     return TrendResult(

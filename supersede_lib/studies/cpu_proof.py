@@ -25,7 +25,7 @@ import pandas as pd
 
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.run_files import REPO_ROOT
-from supersede_lib.eval.stats import success_trend
+from supersede_lib.eval.stats import quarter_steps, success_trend
 from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
 from supersede_lib.studies.training import copy_run_folder_files
 from supersede_lib.train.config import ROLLOUTS_FILE, TRAINING_SEED_BASE, TrainingConfig
@@ -193,11 +193,10 @@ def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
 def _quarter_shares(frame: pd.DataFrame, column: str) -> dict[str, float]:
     """The share of rollouts with `column` true in the first and the last quarter of steps (as the
     trend counts them): stale answers and empty notes show what a reward change bought."""
-    steps = sorted(frame["step"].unique())
-    quarter = max(1, -(-len(steps) // 4))
+    first_steps, last_steps = quarter_steps(frame["step"])
     return {
-        f"{column}_first": float(frame[frame["step"].isin(steps[:quarter])][column].mean()),
-        f"{column}_last": float(frame[frame["step"].isin(steps[-quarter:])][column].mean()),
+        f"{column}_first": float(frame[frame["step"].isin(first_steps)][column].mean()),
+        f"{column}_last": float(frame[frame["step"].isin(last_steps)][column].mean()),
     }
 
 
