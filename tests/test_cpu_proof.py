@@ -183,3 +183,38 @@ def test_replies_on_real_longmemeval_records_stay_out_of_the_committed_responses
     assert committed.read_bytes() == b""
     assert (tmp_path / "runs" / "responses-longmemeval.sqlite").exists()
     assert not (tmp_path / "runs" / "responses.sqlite").exists()
+
+
+def test_the_prefix_cache_engine_writes_its_own_folder_and_is_checked_against_the_whole_prompt_one(
+    tmp_path: Path, tiny_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+
+    import supersede_lib.train.run as run
+    from supersede_lib.data.episodes import EpisodeSpec
+
+    monkeypatch.setattr(cpu_proof, "RUNS_ROOT", tmp_path / "runs")
+    monkeypatch.setattr(run, "resolve_base_model", lambda config: str(tiny_path))
+    small = EpisodeSpec(source="synthetic", n=3, difficulty="easy", seed=7201, n_sessions=(2, 3))
+    monkeypatch.setitem(cpu_proof.EVAL_SETS, "heldout", small)
+    proof = tmp_path / "proof"
+    _write_run(proof, "sparse__seed-0", [1, 2, 3, 4])
+
+    whole = cpu_proof.evaluate("base", None, "heldout", proof)
+    exported = cpu_proof.RESPONSES_FILE
+    whole_keys = {json.loads(line)["key"] for line in gzip.open(proof / exported, "rt")}
+    reused = cpu_proof.evaluate("base", None, "heldout", proof, prefix_cache=True)
+    all_keys = {json.loads(line)["key"] for line in gzip.open(proof / exported, "rt")}
+
+    assert (proof / "heldout" / "base.csv").exists()
+    assert (proof / f"heldout{cpu_proof.PREFIX_CACHE_SUFFIX}" / "base.csv").exists()
+    assert len(whole) == len(reused) == 3
+    # the same prompts, cached apart: the second engine's replies are new entries, exported beside
+    assert len(all_keys) == 2 * len(whole_keys) > 0
+    check = cpu_proof.engine_check_table("heldout", proof).set_index("model")
+    assert check.loc["base", "n"] == 3
+    assert check.loc["base", "correct_whole"] == whole["verdict"].eq("correct").sum()
+    assert 0 <= check.loc["base", "answers_identical"] <= 3 and 0 <= check.loc["base", "verdicts_agree"] <= 3
+    tables = cpu_proof.write_report(proof)
+    assert cpu_proof.ENGINE_CHECK in tables and (proof / f"{cpu_proof.ENGINE_CHECK}.md").exists()
+    assert "prompt-prefix cache" in cpu_proof.report_section(proof)

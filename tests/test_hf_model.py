@@ -184,3 +184,43 @@ def test_release_model_frees_in_process_weights_and_leaves_api_clients_alone(
     client = OpenAIChatModel("served-model", base_url="http://127.0.0.1:9/v1")  # a local server needs no key
     release_model(client)
     assert client.model == "served-model"  # a served model name, not weights: untouched
+
+
+def test_prompt_prefix_cache_reuses_the_shared_prefix_and_matches_a_whole_prefill(tiny_path: Path) -> None:
+    plain = HFChatModel(str(tiny_path), device="cpu", max_new_tokens_default=8)
+    reusing = HFChatModel(str(tiny_path), device="cpu", max_new_tokens_default=8, prefix_cache=True)
+    assert reusing.cache_namespace == plain.cache_namespace + "-prefix"  # replies are cached apart
+    examples = [
+        {"role": "user", "content": "I moved to Porto."},
+        {"role": "assistant", "content": "city: Porto"},
+    ]
+    calls = [[MESSAGES[0], *examples, {"role": "user", "content": f"I have {n} cats."}] for n in range(2, 5)]
+    replies = [reusing.chat(messages) for messages in calls]
+    assert (reusing.prefix_cache.misses, reusing.prefix_cache.hits) == (1, 2)  # one prefix, computed once
+    assert [reply.text for reply in replies] == [plain.chat(messages).text for messages in calls]
+    assert [reply.prompt_tokens for reply in replies] == [plain.chat(m).prompt_tokens for m in calls]
+
+    # the next token's logits from the cached prefix equal a whole-prompt prefill's (fp32)
+    model, tokenizer = reusing.model, reusing.tokenizer
+    prompt = tokenizer.apply_chat_template(calls[0], add_generation_prompt=True, return_dict=True)[
+        "input_ids"
+    ]
+    prefix = reusing.prefix_cache.prefix_ids(tokenizer, calls[0], prompt)
+    assert 0 < len(prefix) < len(prompt)
+    with torch.no_grad():
+        whole = model(input_ids=torch.tensor([prompt])).logits[0, -1]
+        rest = model(
+            input_ids=torch.tensor([prompt[len(prefix) :]]),
+            past_key_values=reusing.prefix_cache.cache_for(model, prefix),
+        ).logits[0, -1]
+    torch.testing.assert_close(rest, whole, atol=1e-4, rtol=1e-4)
+
+
+def test_prompt_prefix_cache_skips_prompts_without_a_reusable_prefix(tiny_path: Path) -> None:
+    reusing = HFChatModel(str(tiny_path), device="cpu", max_new_tokens_default=4, prefix_cache=True)
+    single = [{"role": "user", "content": "Hello"}]
+    reusing.chat(single)
+    assert (reusing.prefix_cache.misses, reusing.prefix_cache.hits) == (0, 0)
+    ids = reusing.tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, return_dict=True)
+    # a prefix whose tokens do not begin the prompt is not used
+    assert reusing.prefix_cache.prefix_ids(reusing.tokenizer, MESSAGES, [0, *ids["input_ids"]]) == []

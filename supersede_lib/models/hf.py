@@ -10,12 +10,14 @@ adapter file. GGUF files are dequantised once by transformers and cached as a pl
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import os
 import re
 import shutil
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +204,54 @@ def adapter_file_fingerprint(adapter_path: str | os.PathLike) -> str:
     raise FileNotFoundError(f"no adapter weights ({' or '.join(ADAPTER_WEIGHT_FILES)}) in {folder}")
 
 
+class PromptPrefixCache:
+    """Keys and values of the prompt prefixes many calls share, computed once per prefix.
+
+    Every memory rewrite starts with the same system prompt and worked examples (~500 of its ~600
+    tokens for the CPU proof's prompt): reusing their keys and values leaves only the rest of the
+    prompt to prefill. The prefix is the chat template applied to all messages but the last, used
+    only when its tokens begin the whole prompt's. Replies are not bit-identical to a whole-prompt
+    prefill (bf16 sums run in another order), so a model using this caches its replies apart.
+    """
+
+    def __init__(self, max_entries: int = 8) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def prefix_ids(self, tokenizer: Any, messages: list[Message], prompt_ids: list[int]) -> list[int]:
+        """The tokens of `messages[:-1]` when they begin `prompt_ids` and leave some of it; else []."""
+        if len(messages) < 2:
+            return []
+        prefix = list(tokenizer.apply_chat_template(messages[:-1], return_dict=True)["input_ids"])
+        if 0 < len(prefix) < len(prompt_ids) and prompt_ids[: len(prefix)] == prefix:
+            return prefix
+        return []
+
+    def cache_for(self, model: Any, prefix: list[int]) -> Any:
+        """A fresh copy of the prefix's keys and values (generate extends the copy it is given)."""
+        import torch
+        from transformers import DynamicCache
+
+        key = tuple(prefix)
+        if key in self._entries:
+            self.hits += 1
+            self._entries.move_to_end(key)
+        else:
+            self.misses += 1
+            with torch.no_grad():
+                output = model(
+                    input_ids=torch.tensor([prefix], device=model.device),
+                    past_key_values=DynamicCache(config=model.config),
+                    use_cache=True,
+                )
+            self._entries[key] = output.past_key_values
+            if len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return copy.deepcopy(self._entries[key])
+
+
 class HFChatModel:
     """A transformers chat model (+ optional LoRA adapter) implementing `ChatModel`.
 
@@ -220,10 +270,13 @@ class HFChatModel:
         max_new_tokens_default: int = 256,
         name: str | None = None,
         merge_adapter: bool = False,
+        prefix_cache: bool = False,
     ) -> None:
         """`merge_adapter` folds the LoRA weights into the base ones once (generation then costs what the
         base model's does; an unmerged adapter adds ~170 small products per decoded token): for
-        evaluation only, the weights are not the base's any more (`base_fingerprint` is taken before)."""
+        evaluation only, the weights are not the base's any more (`base_fingerprint` is taken before).
+        `prefix_cache` reuses the keys and values of shared prompt prefixes (`PromptPrefixCache`);
+        its replies are cached under their own namespace."""
         self.model_name_or_path = str(model_name_or_path)
         self.adapter_path = str(adapter_path) if adapter_path is not None else None
         self.device = device or default_device()
@@ -258,7 +311,8 @@ class HFChatModel:
             else base_label
         )
         self.dtype = dtype_label(next(model.parameters()).dtype)
-        self.cache_namespace = hf_cache_namespace(self.dtype)
+        self.prefix_cache = PromptPrefixCache() if prefix_cache else None
+        self.cache_namespace = hf_cache_namespace(self.dtype) + ("-prefix" if prefix_cache else "")
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -301,10 +355,16 @@ class HFChatModel:
         )
         with self._lock:
             started = time.perf_counter()
+            reuse: dict[str, Any] = {}
+            if self.prefix_cache is not None:
+                prompt_ids = encoded["input_ids"][0].tolist()
+                prefix = self.prefix_cache.prefix_ids(self.tokenizer, messages, prompt_ids)
+                if prefix:
+                    reuse["past_key_values"] = self.prefix_cache.cache_for(self.model, prefix)
             if temperature > 0:
                 set_seed(seed)
             with torch.no_grad():
-                output = self.model.generate(**encoded, generation_config=config)
+                output = self.model.generate(**encoded, generation_config=config, **reuse)
             latency = time.perf_counter() - started
         new_tokens = output[0, prompt_tokens:]
         text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)

@@ -44,6 +44,11 @@ HELDOUT = EpisodeSpec(source="synthetic", n=100, difficulty="easy", seed=7201, n
 HARD = EpisodeSpec(source="synthetic", n=20, difficulty="hard", seed=1001, n_sessions=(4, 5))
 EVAL_SETS = {"heldout": HELDOUT, "hard": HARD}
 LONGMEMEVAL = "longmemeval"  # real knowledge-update records from a local file (`--longmemeval PATH`)
+# evaluations whose prompts reuse the shared prefix's keys and values (`hf.PromptPrefixCache`) go to
+# `<set>-prefix-cache/`: a second engine, checked against the whole-prompt one on the same models
+PREFIX_CACHE_SUFFIX = "-prefix-cache"
+HELDOUT_NAME = "heldout"
+ENGINE_CHECK = "engine_check"
 
 
 def eval_spec(which: str, longmemeval_path: str | None = None) -> EpisodeSpec:
@@ -220,14 +225,16 @@ def evaluate(
     which: str,
     directory: Path = PROOF_DIR,
     longmemeval_path: str | None = None,
+    prefix_cache: bool = False,
 ) -> pd.DataFrame:
-    """Greedy bounded-memory accuracy of one model on one evaluation set; replies cached and recorded."""
+    """Greedy bounded-memory accuracy of one model on one evaluation set; replies cached and recorded.
+    `prefix_cache` runs the faster engine that reuses the shared prompt prefix (its own folder)."""
     from supersede_lib.eval.runner import RunSettings, run_condition
     from supersede_lib.models.cache import CachedChatModel, ResponseCache
     from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
     from supersede_lib.train.run import resolve_base_model
 
-    out = directory / which
+    out = directory / (which + (PREFIX_CACHE_SUFFIX if prefix_cache else ""))
     csv = out / f"{label}.csv"
     if csv.exists():
         return pd.read_csv(csv)
@@ -242,7 +249,13 @@ def evaluate(
         cache.import_responses(responses)
     # named by the run and the adapter's hash, so no two checkpoints share cached replies
     name = f"{label}@{adapter_file_fingerprint(adapter)[:12]}" if adapter else None
-    inner = HFChatModel(resolve_base_model(config), adapter_path=adapter, name=name, merge_adapter=True)
+    inner = HFChatModel(
+        resolve_base_model(config),
+        adapter_path=adapter,
+        name=name,
+        merge_adapter=True,
+        prefix_cache=prefix_cache,
+    )
     model = CachedChatModel(inner, cache)
     # the token cap the policy trained under, for base and checkpoints alike: a trained policy that
     # rambles would otherwise run to the evaluation's larger default cap, text the budget cuts anyway
@@ -278,6 +291,28 @@ def heldout_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
         if label != "base":
             test = mcnemar_dict(list(base), list(correct))
             row.update({"b_base_only": test["b"], "c_model_only": test["c"], "p_exact": test["p_exact"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def engine_check_table(which: str = "heldout", directory: Path = PROOF_DIR) -> pd.DataFrame:
+    """Every model evaluated by both engines on one set: accuracy, McNemar against the base under each,
+    how often the verdicts and answers agree, and the wall time of each (replies made live)."""
+    whole = evaluation_frames(which, directory)
+    reused = evaluation_frames(which + PREFIX_CACHE_SUFFIX, directory)
+    tables = {"whole": heldout_table(whole), "prefix": heldout_table(reused)} if "base" in reused else {}
+    rows = []
+    for label in [label for label in reused if label in whole]:
+        pair = whole[label].merge(reused[label], on="episode_id", suffixes=("_whole", "_prefix"))
+        row: dict[str, Any] = {"model": label, "n": len(pair)}
+        for engine, folder in (("whole", which), ("prefix", which + PREFIX_CACHE_SUFFIX)):
+            accuracy = tables[engine].set_index("model").loc[label] if tables else None
+            row[f"correct_{engine}"] = int(pair[f"verdict_{engine}"].eq("correct").sum())
+            row[f"p_vs_base_{engine}"] = accuracy.get("p_exact") if accuracy is not None else None
+            manifest = json.loads((directory / folder / f"{label}.manifest.json").read_text())
+            row[f"wall_s_{engine}"] = manifest.get("wall_s")
+        row["verdicts_agree"] = int((pair["verdict_whole"] == pair["verdict_prefix"]).sum())
+        row["answers_identical"] = int((pair["answer_whole"] == pair["answer_prefix"]).sum())
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -326,9 +361,9 @@ def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
         held_ax.errorbar(
             steps,
             values,
-            yerr=[
-                [v - lo for v, lo in zip(values, low, strict=True)],
-                [hi - v for v, hi in zip(values, high, strict=True)],
+            yerr=[  # clipped at 0: Wilson's bound at 0 or n correct can sit a rounding error past it
+                [max(v - lo, 0.0) for v, lo in zip(values, low, strict=True)],
+                [max(hi - v, 0.0) for v, hi in zip(values, high, strict=True)],
             ],
             marker="o",
             capsize=3,
@@ -354,6 +389,8 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
         frames = evaluation_frames(which, directory)
         if "base" in frames:
             tables[which] = heldout_table(frames)
+    if (directory / (HELDOUT_NAME + PREFIX_CACHE_SUFFIX)).is_dir():
+        tables[ENGINE_CHECK] = engine_check_table(HELDOUT_NAME, directory)
     for name, table in tables.items():
         table.to_csv(directory / f"{name}.csv", index=False)
         (directory / f"{name}.md").write_text(markdown_table(table.round(3)) + "\n")
@@ -369,7 +406,7 @@ def committed_dir() -> Path:
 
 def read_tables(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
     """The tables `write_report` last wrote (trend, heldout, hard, longmemeval when present), read only."""
-    names = ("trend", *EVAL_SETS, LONGMEMEVAL)
+    names = ("trend", *EVAL_SETS, LONGMEMEVAL, ENGINE_CHECK)
     return {
         name: pd.read_csv(directory / f"{name}.csv") for name in names if (directory / f"{name}.csv").exists()
     }
@@ -396,6 +433,8 @@ TABLE_TITLES = {
     "heldout": f"Held-out, training distribution ({_spec_line(HELDOUT)}; greedy, matcher, McNemar vs base)",
     "hard": f"Transfer to the harder set ({_spec_line(HARD)}; greedy, matcher, McNemar vs base)",
     LONGMEMEVAL: "Real LongMemEval knowledge-update records (local file; greedy, matcher)",
+    ENGINE_CHECK: "The held-out set again with the prompt-prefix cache (a second engine): same models, "
+    "accuracy and McNemar under each engine, agreement, wall time",
 }
 
 
@@ -412,7 +451,9 @@ def report_section(directory: Path = PROOF_DIR, report_dir: Path | None = None) 
     """The proof as a REPORT.md section: what was trained and on what it was judged, then its tables
     and figure as committed (run `report` first); empty when the proof has not been run."""
     tables = [
-        name for name in ("trend", "heldout", "hard", LONGMEMEVAL) if (directory / f"{name}.md").exists()
+        name
+        for name in ("trend", "heldout", "hard", LONGMEMEVAL, ENGINE_CHECK)
+        if (directory / f"{name}.md").exists()
     ]
     if not tables:
         return ""
@@ -459,6 +500,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--set", dest="which", default="heldout", choices=(*EVAL_SETS, LONGMEMEVAL))
     parser.add_argument("--longmemeval", metavar="PATH", help="LongMemEval JSON file for --set longmemeval")
     parser.add_argument("--only", nargs="*", help="evaluate only these model labels (e.g. base)")
+    parser.add_argument(
+        "--prefix-cache",
+        action="store_true",
+        help=f"reuse the shared prompt prefix's keys and values (faster; results in <set>{PREFIX_CACHE_SUFFIX}/)",
+    )
     parser.add_argument("--lr", type=float, help="a sweep arm at this learning rate (default: the preset's)")
     parser.add_argument(
         "--stale-penalty", type=float, help="a sweep arm with this stale penalty λ (default: the preset's)"
@@ -470,7 +516,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.part == "evaluate":
         for label, adapter in checkpoints_to_evaluate(args.seed, variant):
             if not args.only or label in args.only:
-                evaluate(label, adapter, args.which, longmemeval_path=args.longmemeval)
+                evaluate(
+                    label,
+                    adapter,
+                    args.which,
+                    longmemeval_path=args.longmemeval,
+                    prefix_cache=args.prefix_cache,
+                )
     else:
         for name, table in write_report().items():
             print(f"## {name}\n{markdown_table(table)}\n")
