@@ -389,7 +389,7 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
         frames = evaluation_frames(which, directory)
         if "base" in frames:
             tables[which] = heldout_table(frames)
-    if (directory / (HELDOUT_NAME + PREFIX_CACHE_SUFFIX)).is_dir():
+    if any((directory / (HELDOUT_NAME + PREFIX_CACHE_SUFFIX)).glob("*.csv")):  # a finished evaluation
         tables[ENGINE_CHECK] = engine_check_table(HELDOUT_NAME, directory)
     for name, table in tables.items():
         table.to_csv(directory / f"{name}.csv", index=False)
