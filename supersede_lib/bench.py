@@ -18,6 +18,9 @@
 3. Engines side by side (`supersede_lib.bench_engines`; `--engines-only`, `--quick`): llama.cpp and
    batched transformers on the same synthetic bounded-memory and full-context questions; writes
    outputs/bench/engines.md and engines.json.
+4. The prompt-prefix cache against a whole-prompt prefill (`supersede_lib.bench_prefix`;
+   `--skip-prefix`): the CPU proof's memory-rewrite calls on the 0.5B, seconds per call and
+   identical replies; writes outputs/bench/prefix_cache.md and prefix_cache.json.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
+from supersede_lib.bench_prefix import prefix_cache_bench, prefix_cache_table
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import package_versions
@@ -312,6 +316,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engines.add_argument("--engine-concurrency", type=int, default=8, help="questions in flight")
     engines.add_argument("--threads", type=int, default=None, help="CPU threads of both engines (all cores)")
     engines.add_argument("--disagreement-calls", type=int, default=16, help="batched calls re-run alone")
+    parser.add_argument("--skip-prefix", action="store_true", help="skip the prompt-prefix cache comparison")
+    parser.add_argument("--prefix-calls", type=int, default=16, help="calls of the prefix cache comparison")
     args = parser.parse_args(argv)
 
     result: dict[str, Any] = {}
@@ -350,6 +356,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         print(write_engine_results(result["engines"], args.output_dir))
         print(f"\nwrote {args.output_dir / 'engines.json'}")
+    if not args.skip_prefix:
+        prefix = prefix_cache_bench(n_calls=4 if args.quick else args.prefix_calls, threads=args.threads)
+        result["prefix_cache"] = prefix
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        (args.output_dir / "prefix_cache.json").write_text(json.dumps(prefix, indent=2) + "\n")
+        table = prefix_cache_table(prefix)
+        (args.output_dir / "prefix_cache.md").write_text(table + "\n")
+        print(table)
     return result
 
 

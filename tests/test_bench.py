@@ -93,3 +93,24 @@ def test_engine_bench_skips_cleanly_without_the_model_file(empty_home) -> None:
     result = bench_engines.engines_bench(model_file="no-such-model.gguf", n_questions=1)
     assert "skipped" in result and "no-such-model.gguf" in result["skipped"]
     assert bench_engines.engines_table(result).startswith("Engine comparison skipped")
+
+
+def test_prefix_cache_bench_times_both_ways_on_the_same_calls(tiny_path) -> None:
+    from supersede_lib import bench_prefix
+
+    calls = bench_prefix.rewrite_calls(3)
+    assert len(calls) == 3 and all(call[-1]["role"] == "user" for call in calls)
+    result = bench_prefix.prefix_cache_bench(tiny_path, n_calls=3, threads=1)
+    assert result["calls"] == 3 and 0 <= result["identical_replies"] <= 3
+    assert 0 < result["prefix_tokens"] < result["mean_prompt_tokens"]  # the shared part, not the whole
+    assert result["seconds_per_call_whole"] > 0 and result["seconds_per_call_prefix"] > 0
+    table = bench_prefix.prefix_cache_table(result)
+    assert "| prefix cache |" in table and f"/{result['calls']} |" in table
+
+
+def test_prefix_cache_bench_skips_cleanly_without_the_model_file(empty_home) -> None:
+    from supersede_lib import bench_prefix
+
+    result = bench_prefix.prefix_cache_bench(n_calls=2)
+    assert "skipped" in result and bench_prefix.DEFAULT_PREFIX_MODEL in result["skipped"]
+    assert bench_prefix.prefix_cache_table(result).startswith("Prompt-prefix cache comparison skipped")

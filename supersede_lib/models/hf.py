@@ -220,6 +220,10 @@ class PromptPrefixCache:
         self.hits = 0
         self.misses = 0
 
+    def prefix_lengths(self) -> list[int]:
+        """The token counts of the prefixes held now."""
+        return [len(key) for key in self._entries]
+
     def prefix_ids(self, tokenizer: Any, messages: list[Message], prompt_ids: list[int]) -> list[int]:
         """The tokens of `messages[:-1]` when they begin `prompt_ids` and leave some of it; else []."""
         if len(messages) < 2:
