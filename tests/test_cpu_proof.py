@@ -218,3 +218,10 @@ def test_the_prefix_cache_engine_writes_its_own_folder_and_is_checked_against_th
     tables = cpu_proof.write_report(proof)
     assert cpu_proof.ENGINE_CHECK in tables and (proof / f"{cpu_proof.ENGINE_CHECK}.md").exists()
     assert "prompt-prefix cache" in cpu_proof.report_section(proof)
+
+
+def test_the_markdown_tables_keep_small_p_values_readable() -> None:
+    table = pd.DataFrame({"accuracy": [0.25, 0.4912], "p_exact": [float("nan"), 0.000222]})
+    shown = cpu_proof._for_display(table)
+    assert list(shown["accuracy"]) == [0.25, 0.491]
+    assert shown["p_exact"].iloc[1] == 0.00022 and pd.isna(shown["p_exact"].iloc[0])

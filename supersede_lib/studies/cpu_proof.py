@@ -393,10 +393,18 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
         tables[ENGINE_CHECK] = engine_check_table(HELDOUT_NAME, directory)
     for name, table in tables.items():
         table.to_csv(directory / f"{name}.csv", index=False)
-        (directory / f"{name}.md").write_text(markdown_table(table.round(3)) + "\n")
+        (directory / f"{name}.md").write_text(markdown_table(_for_display(table)) + "\n")
     if "heldout" in tables:
         save_figure(proof_figure(rollouts, tables["heldout"]), directory / "cpu_proof.png")
     return tables
+
+
+def _for_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Rates to 3 decimals, p-values to 2 significant digits (0.0002 must not print as 0.0)."""
+    shown = table.round(3)
+    for column in [column for column in table.columns if str(column).startswith("p_")]:
+        shown[column] = table[column].map(lambda p: p if pd.isna(p) else float(f"{p:.2g}")).astype(object)
+    return shown
 
 
 def committed_dir() -> Path:
