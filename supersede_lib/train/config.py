@@ -32,7 +32,15 @@ STATE_FILE = "supersede_state.json"  # curriculum + stop counter, saved inside e
 TRAINING_SEED_BASE = 500  # synthetic.episode_seed(500 + run seed, step * slots + slot)
 # Fields that change how a run is displayed or stored, never what it learns: free to differ on resume.
 CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
-    {"output_dir", "disable_tqdm", "log_rollouts", "max_steps", "save_steps", "requires_cuda"}
+    {
+        "output_dir",
+        "disable_tqdm",
+        "log_rollouts",
+        "max_steps",
+        "save_steps",
+        "requires_cuda",
+        "share_prompt_prefix",  # how the loss is computed, not what it is
+    }
 )
 
 
@@ -67,6 +75,9 @@ class TrainingConfig:
     kl_log_every: int = 1  # beta 0: measure KL(policy || base) every N steps (0: never; costs 2 passes)
     loss_type: str = "dapo"
     skip_zero_advantage_rows: bool = True  # same gradient, less work (see SupersedeGRPOTrainer)
+    # run the prompt prefix the rows share once per micro-batch (train/shared_prefix.py): same
+    # gradient up to rounding, a fraction of the tokens; not under Unsloth (its patched attention)
+    share_prompt_prefix: bool = False
     scale_rewards: str = "group"
     lr_scheduler_type: str = "constant"  # the run length is decided by auto-stop, not max_steps
     # Episodes: procedural, drawn fresh each step at the current difficulty
@@ -209,6 +220,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
         save_steps=10,
         cpu_threads=1,
         zero_advantage_patience=20,  # a short run: never stop it early on a streak of flat groups
+        share_prompt_prefix=True,  # the agent's 516-token prefix once per micro-batch, not per row
     ),
     # One free Colab T4 session (<= 3 h with transfer; docs/training.md shows the estimate): the paper's
     # recipe (LoRA 32/64, lr 1e-5, groups of 8) on a 1.5B model, 16 trajectories per step, easy episodes.

@@ -67,6 +67,7 @@ from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
+from supersede_lib.train.shared_prefix import logps_with_shared_prefix
 
 # A trajectory's reward: the rubric's `Score` (its verdict and reason get logged too) or a bare number.
 TrajectoryScorer = Callable[[Episode, BoundedMemoryRollout], Score | float]
@@ -347,6 +348,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         kl_log_every: int = 1,
         skip_zero_advantage_rows: bool = True,
         log_rollouts: bool = True,
+        share_prompt_prefix: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -360,6 +362,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.kl_log_every = kl_log_every
         self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.log_rollouts = log_rollouts
+        self.share_prompt_prefix = share_prompt_prefix
         self.last_trajectories: list[TrajectoryRecord] = []  # the latest batch, for tests and notebooks
 
     # -- rollouts
@@ -541,6 +544,70 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             "trajectory_index": trajectory_index,
             "turn_index": turn_index,
         }
+
+    def _get_per_token_logps_and_entropies(  # noqa: ANN001 - TRL's signature
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **kwargs,
+    ):
+        """TRL's log-probabilities, with the rows' shared prompt prefix run once (`shared_prefix`).
+
+        Only where that is plainly the same computation: one process (a DDP-wrapped model must see one
+        forward per backward), no Liger kernel, no MoE aux loss, no images, a model that takes
+        `logits_to_keep`. Anything else, or `share_prompt_prefix=False`, is TRL's own path.
+        """
+        plain_path = (
+            not self.share_prompt_prefix
+            or compute_aux_loss
+            or self.use_liger_kernel
+            or self.accelerator.num_processes > 1
+            or "logits_to_keep" not in self.model_kwarg_keys
+            or any(value is not None for value in kwargs.values())
+        )
+        if plain_path:
+            return super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **kwargs,
+            )
+
+        def plain(
+            rows_ids: torch.Tensor, rows_mask: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+            logps, entropies, _ = super(SupersedeGRPOTrainer, self)._get_per_token_logps_and_entropies(
+                model,
+                rows_ids,
+                rows_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+            )
+            return logps, entropies
+
+        logps, entropies = logps_with_shared_prefix(
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            plain=plain,
+            pad_id=self._tokenizer.pad_token_id,
+            temperature=self.temperature,
+            compute_entropy=compute_entropy,
+            entropy_requires_grad=self._entropy_bonus_enabled,
+            batch_size=batch_size,
+        )
+        return logps, entropies, None
 
     def _add_logps(self, batch: dict[str, Any], mode: str) -> None:
         """Old/reference log-probs where TRL's loss needs them, and KL to the base model for logging."""

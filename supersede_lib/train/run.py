@@ -415,6 +415,7 @@ def build_trainer(
         kl_log_every=config.kl_log_every,
         skip_zero_advantage_rows=config.skip_zero_advantage_rows,
         log_rollouts=config.log_rollouts,
+        share_prompt_prefix=config.share_prompt_prefix and not uses_unsloth(config),
     )
     return trainer
 

@@ -1,0 +1,185 @@
+"""Run the prompt prefix that many training rows share once per batch, not once per row.
+
+Every turn row of a GRPO step starts with the same system prompt and worked examples: with the
+`cpu_proof` agent that is ~516 of a rewrite prompt's ~607 tokens. TRL's loss runs each row through
+the model from its first token, so the prefix is prefilled and back-propagated once per row. Here
+the rows that share a prefix run it once, with gradient (LoRA adapts the prefix's keys and values
+too), and each row runs only its own remainder against those keys and values. The log-probabilities
+and the gradient are the same up to float rounding; the tokens through the model are a fraction.
+
+How the remainder lines up: TRL's batch is prompts left-padded, completions right-padded, so each
+row's completion ends in the last `logits_to_keep` columns. A row's remainder (the rest of its
+prompt, then its completion columns) is left-padded to the longest remainder of its group, which
+keeps that alignment; the pad columns sit between the prefix and the remainder, masked out, and
+explicit position ids continue the prefix's positions without a gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+from trl.trainer.utils import selective_log_softmax, selective_log_softmax_and_entropy
+
+# Rows join a group when their prompts agree on at least this many first tokens: shorter shared
+# heads (a chat template's first line) are not worth a separate forward pass.
+MIN_SHARED_TOKENS = 64
+
+# Per-token log-probabilities and entropies (None when not asked for) of some rows.
+RowsLogps = tuple[torch.Tensor, torch.Tensor | None]
+
+
+@dataclass(frozen=True)
+class PrefixGroup:
+    """Batch rows whose prompts begin with the same `prefix_ids`."""
+
+    rows: list[int]
+    prefix_ids: list[int]
+    starts: list[int]  # each row's first attended column (its left padding ends there)
+
+
+def _common_length(sequences: list[list[int]]) -> int:
+    shortest = min(len(sequence) for sequence in sequences)
+    for index in range(shortest):
+        token = sequences[0][index]
+        if any(sequence[index] != token for sequence in sequences[1:]):
+            return index
+    return shortest
+
+
+def shared_prefix_groups(
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+    min_shared: int = MIN_SHARED_TOKENS,
+) -> tuple[list[PrefixGroup], list[int]]:
+    """Group rows by a common prompt prefix of at least `min_shared` tokens; the other rows go alone.
+
+    A group's prefix stops one token before its shortest prompt ends, so every row keeps its last
+    prompt token (whose logits predict the first completion token) in its remainder. A row whose
+    prompt is not one left-padded run of tokens (an inert padding row) is never grouped.
+    """
+    prompt_columns = input_ids.size(1) - logits_to_keep
+    prompts: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    alone: list[int] = []
+    for row in range(input_ids.size(0)):
+        mask = attention_mask[row, :prompt_columns]
+        attended = torch.nonzero(mask).flatten()
+        start = int(attended[0]) if attended.numel() else prompt_columns
+        if prompt_columns - start <= min_shared or not bool(mask[start:].all()):
+            alone.append(row)
+            continue
+        prompts[row] = input_ids[row, start:prompt_columns].tolist()
+        starts[row] = start
+    by_head: dict[tuple[int, ...], list[int]] = {}
+    for row, prompt in prompts.items():
+        by_head.setdefault(tuple(prompt[:min_shared]), []).append(row)
+    groups = []
+    for rows in by_head.values():
+        if len(rows) < 2:
+            alone.extend(rows)
+            continue
+        members = [prompts[row] for row in rows]
+        shared = min(_common_length(members), min(len(prompt) for prompt in members) - 1)
+        groups.append(PrefixGroup(rows, members[0][:shared], [starts[row] for row in rows]))
+    return groups, sorted(alone)
+
+
+def remainder_batch(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor, group: PrefixGroup, rows: list[int], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The remainders of `rows` (members of `group`) after its prefix: ids, attention mask over prefix
+    plus remainder, and position ids that continue the prefix's."""
+    shared = len(group.prefix_ids)
+    width = input_ids.size(1)
+    offsets = [group.starts[group.rows.index(row)] + shared for row in rows]
+    longest = width - min(offsets)
+    ids = torch.full((len(rows), longest), pad_id, dtype=input_ids.dtype, device=input_ids.device)
+    mask = torch.zeros((len(rows), longest), dtype=attention_mask.dtype, device=attention_mask.device)
+    positions = torch.full((len(rows), longest), shared, dtype=torch.long, device=input_ids.device)
+    for index, (row, offset) in enumerate(zip(rows, offsets, strict=True)):
+        length = width - offset
+        ids[index, longest - length :] = input_ids[row, offset:]
+        mask[index, longest - length :] = attention_mask[row, offset:]
+        positions[index, longest - length :] = torch.arange(shared, shared + length, device=input_ids.device)
+    prefix_mask = torch.ones((len(rows), shared), dtype=mask.dtype, device=mask.device)
+    return ids, torch.cat([prefix_mask, mask], dim=1), positions
+
+
+def _repeated(cache: Any, rows: int, config: Any) -> DynamicCache:
+    """A fresh cache holding `cache`'s keys and values once per row (the forward extends its copy)."""
+    copy = DynamicCache(config=config)
+    for layer_index, layer in enumerate(cache.layers):
+        copy.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), layer_index)
+    return copy
+
+
+def logps_with_shared_prefix(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+    *,
+    plain: Callable[[torch.Tensor, torch.Tensor], RowsLogps],
+    pad_id: int,
+    temperature: float = 1.0,
+    compute_entropy: bool = False,
+    entropy_requires_grad: bool = False,
+    batch_size: int | None = None,
+    min_shared: int = MIN_SHARED_TOKENS,
+) -> RowsLogps:
+    """Per-token log-probabilities (and entropies) of the completion columns, as TRL computes them.
+
+    Rows that share a prompt prefix run it once per group; rows that share none are computed by
+    `plain(input_ids_rows, attention_mask_rows)` (TRL's own path). `batch_size` caps the rows of
+    one remainder forward, as TRL's does for whole rows.
+    """
+    groups, alone = shared_prefix_groups(input_ids, attention_mask, logits_to_keep, min_shared)
+    config = getattr(model, "module", model).config
+    per_row: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
+    if alone:
+        index = torch.tensor(alone, device=input_ids.device)
+        logps, entropies = plain(input_ids[index], attention_mask[index])
+        for position, row in enumerate(alone):
+            per_row[row] = (logps[position], None if entropies is None else entropies[position])
+    for group in groups:
+        prefix = torch.tensor([group.prefix_ids], dtype=input_ids.dtype, device=input_ids.device)
+        prefix_cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
+        step = batch_size or len(group.rows)
+        for first in range(0, len(group.rows), step):
+            rows = group.rows[first : first + step]
+            ids, mask, positions = remainder_batch(input_ids, attention_mask, group, rows, pad_id)
+            outputs = model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=_repeated(prefix_cache, len(rows), config),
+                use_cache=True,
+                logits_to_keep=logits_to_keep + 1,
+            )
+            logits = outputs.logits[:, :-1, :][:, -logits_to_keep:, :]
+            completion_ids = ids[:, -logits_to_keep:]
+            completion_mask = mask[:, -logits_to_keep:]
+            if compute_entropy:
+                logps, entropies = selective_log_softmax_and_entropy(
+                    logits,
+                    completion_ids,
+                    entropy_requires_grad=entropy_requires_grad,
+                    temperature=temperature,
+                    row_mask=completion_mask,
+                )
+            else:
+                logps = selective_log_softmax(
+                    logits, completion_ids, temperature=temperature, row_mask=completion_mask
+                )
+                entropies = None
+            for position, row in enumerate(rows):
+                per_row[row] = (logps[position], None if entropies is None else entropies[position])
+    order = range(input_ids.size(0))
+    logps = torch.stack([per_row[row][0] for row in order])
+    entropies = torch.stack([per_row[row][1] for row in order]) if compute_entropy else None
+    return logps, entropies

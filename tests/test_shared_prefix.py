@@ -1,0 +1,147 @@
+"""The shared prompt prefix in training: rows grouped right, and the same loss and gradient as TRL's path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+import torch  # noqa: E402
+
+from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
+from supersede_lib.train import grpo  # noqa: E402
+from supersede_lib.train.config import TrainingConfig  # noqa: E402
+from supersede_lib.train.grpo import expand_to_turn_samples  # noqa: E402
+from supersede_lib.train.run import build_trainer  # noqa: E402
+from supersede_lib.train.shared_prefix import remainder_batch, shared_prefix_groups  # noqa: E402
+
+PAD = 0
+
+
+def _batch(prompts: list[list[int]], completions: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """TRL's layout: prompts left-padded, completions right-padded."""
+    prompt_width = max(map(len, prompts))
+    completion_width = max(map(len, completions))
+    rows, masks = [], []
+    for prompt, completion in zip(prompts, completions, strict=True):
+        left = prompt_width - len(prompt)
+        right = completion_width - len(completion)
+        rows.append([PAD] * left + prompt + completion + [PAD] * right)
+        masks.append([0] * left + [1] * len(prompt) + [1] * len(completion) + [0] * right)
+    return torch.tensor(rows), torch.tensor(masks), completion_width
+
+
+def test_rows_group_by_their_common_prompt_prefix() -> None:
+    head = list(range(10, 90))  # 80 shared tokens
+    prompts = [
+        head + [1, 2, 3],
+        head + [1, 2, 4, 5, 6],
+        head + [7],
+        list(range(200, 290)),  # another prompt: alone
+        [PAD],  # an inert row (one pad token as its prompt)
+    ]
+    completions = [[5, 5], [6], [7, 7, 7], [8], [PAD]]
+    ids, mask, keep = _batch(prompts, completions)
+    mask[4] = torch.tensor([0] * (mask.size(1) - 4) + [1, 0, 0, 0])  # attended pad prompt, masked completion
+    groups, alone = shared_prefix_groups(ids, mask, keep, min_shared=64)
+    assert alone == [3, 4]
+    (group,) = groups
+    assert group.rows == [0, 1, 2]
+    # the common prefix is head + [1, 2] for rows 0 and 1, but row 2 diverges after head
+    assert group.prefix_ids == head
+    assert group.starts == [7, 5, 9]  # left padding to the 90-token prompt of row 3
+
+
+def test_a_prefix_leaves_every_row_its_last_prompt_token() -> None:
+    head = list(range(10, 90))
+    ids, mask, keep = _batch([head, head + [1]], [[5], [6]])
+    (group,), alone = shared_prefix_groups(ids, mask, keep, min_shared=64)
+    assert alone == [] and group.prefix_ids == head[:-1]
+
+
+def test_remainders_keep_completions_aligned_and_positions_contiguous() -> None:
+    head = list(range(10, 90))
+    ids, mask, keep = _batch([head + [1, 2, 3], head + [4]], [[5, 5], [6]])
+    (group,), _ = shared_prefix_groups(ids, mask, keep, min_shared=64)
+    rest, full_mask, positions = remainder_batch(ids, mask, group, [0, 1], PAD)
+    shared = len(group.prefix_ids)
+    assert torch.equal(rest[:, -keep:], ids[:, -keep:])  # completion columns unchanged
+    assert rest[0].tolist() == [1, 2, 3, 5, 5]
+    assert rest[1].tolist() == [PAD, PAD, 4, 6, PAD]
+    assert full_mask.shape == (2, shared + rest.size(1))
+    assert full_mask[1].tolist() == [1] * shared + [0, 0, 1, 1, 0]
+    assert positions[0].tolist() == [shared + k for k in range(5)]
+    assert positions[1, 2:].tolist() == [shared, shared + 1, shared + 2]  # no gap after the prefix
+
+
+@pytest.fixture(scope="module")
+def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
+
+
+def _varied_scorer(episode, rollout) -> float:  # noqa: ANN001 - a TrajectoryScorer
+    return (sum(map(ord, rollout.answer or "")) % 7) / 7.0
+
+
+def test_the_shared_prefix_gives_trls_loss_and_gradient(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = TrainingConfig.preset(
+        "smoke",
+        model_name_or_path=str(tiny_model_path),
+        output_dir=str(tmp_path),
+        max_steps=1,
+        save_steps=1,
+        max_completion_length=6,
+        episode_overrides={"n_sessions": (2, 3), "trailing_distractors": (0, 0)},
+        disable_tqdm=True,
+        num_generations=4,
+        cpu_dtype="float32",
+    )
+    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
+    trainer.train()
+    trainer.mask_truncated_completions = False  # 6-token replies are all cut short: keep them in the loss
+    samples = expand_to_turn_samples(trainer.last_trajectories)
+    samples = [dataclass_with_advantage(sample, (index % 3) - 0.8) for index, sample in enumerate(samples)]
+    batch = trainer._samples_to_tensors(samples, 1, loss_tokens=trainer._loss_token_count(samples))
+    shared_calls = []
+    original = grpo.logps_with_shared_prefix
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003
+        shared_calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(grpo, "logps_with_shared_prefix", counting)
+    groups, _ = shared_prefix_groups(
+        torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
+        torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+        batch["completion_ids"].size(1),
+    )
+    assert groups and sum(len(group.rows) for group in groups) >= len(samples) // 2  # the rewrite turns share
+
+    trainer.model.train()
+    results = []
+    for share in (False, True):
+        trainer.share_prompt_prefix = share
+        trainer.model.zero_grad()
+        loss = trainer._compute_loss(trainer.model, batch)
+        loss.backward()
+        grads = [p.grad.clone() for p in trainer.model.parameters() if p.requires_grad and p.grad is not None]
+        results.append((loss.item(), grads))
+    assert shared_calls == [1]  # the second pass really took the shared-prefix path
+    (loss_plain, grads_plain), (loss_shared, grads_shared) = results
+    assert loss_plain != 0.0
+    assert loss_shared == pytest.approx(loss_plain, rel=1e-4, abs=1e-7)
+    assert len(grads_plain) == len(grads_shared) > 0
+    for plain, shared in zip(grads_plain, grads_shared, strict=True):
+        assert torch.allclose(plain, shared, rtol=1e-3, atol=1e-4 * float(plain.abs().max()) + 1e-12)
+
+
+def dataclass_with_advantage(sample, advantage: float):  # noqa: ANN001, ANN201
+    """A copy of a turn sample with another advantage (so every row carries gradient)."""
+    import dataclasses
+
+    return dataclasses.replace(sample, advantage=advantage)
