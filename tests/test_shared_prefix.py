@@ -145,3 +145,40 @@ def dataclass_with_advantage(sample, advantage: float):  # noqa: ANN001, ANN201
     import dataclasses
 
     return dataclasses.replace(sample, advantage=advantage)
+
+
+def test_generation_with_the_shared_prefix_matches_trls(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from supersede_lib.data import synthetic
+    from supersede_lib.rollout import BoundedMemoryRollout
+
+    config = TrainingConfig.preset(
+        "smoke",
+        model_name_or_path=str(tiny_model_path),
+        output_dir=str(tmp_path),
+        max_completion_length=8,
+        disable_tqdm=True,
+        cpu_dtype="float32",
+    )
+    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
+    episodes = synthetic.generate_episodes(3, seed=5, difficulty="easy")
+    conversations = [BoundedMemoryRollout(episode, 200).current_messages() for episode in episodes]
+    prompt_ids, _, _ = trainer._tokenize_prompts(conversations)
+    assert len({len(ids) for ids in prompt_ids}) > 1  # unequal lengths: the remainders get padded
+    trainer.generation_config.do_sample = False  # greedy, so both paths must pick the same tokens
+    calls = []
+    original = grpo.generate_with_shared_prefix
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003
+        calls.append(kwargs["shared"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(grpo, "generate_with_shared_prefix", counting)
+    replies = {}
+    for share in (False, True):
+        trainer.share_prompt_prefix = share
+        replies[share] = trainer._generate_turn(prompt_ids)
+    assert len(calls) == 1 and calls[0] >= 64
+    assert replies[True] == replies[False]
+    assert all(0 < len(reply) <= 8 for reply in replies[True])

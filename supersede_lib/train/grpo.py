@@ -57,6 +57,7 @@ import torch
 from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
+from trl.models import unwrap_model_for_generation
 from trl.models import utils as trl_model_utils
 from trl.trainer.utils import nanstd, pad, use_adapter
 
@@ -67,7 +68,12 @@ from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
-from supersede_lib.train.shared_prefix import logps_with_shared_prefix
+from supersede_lib.train.shared_prefix import (
+    MIN_SHARED_TOKENS,
+    common_prefix_length,
+    generate_with_shared_prefix,
+    logps_with_shared_prefix,
+)
 
 # A trajectory's reward: the rubric's `Score` (its verdict and reason get logged too) or a bare number.
 TrajectoryScorer = Callable[[Episode, BoundedMemoryRollout], Score | float]
@@ -377,13 +383,55 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             conversations = [rollouts[index].current_messages() for index in active]
             prompt_ids, _, _ = self._tokenize_prompts(conversations)
             with self._rollout_autocast():
-                completion_ids, _ = self._generate_single_turn(prompt_ids, None, {}, num_generations=1)
+                completion_ids = self._generate_turn(prompt_ids)
             replies = self.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
             for index, prompt, completion, reply in zip(
                 active, prompt_ids, completion_ids, replies, strict=True
             ):
                 turns[index].append(TurnTokens(list(prompt), list(completion)))
                 rollouts[index].step(reply)
+
+    def _generate_turn(self, prompt_ids: list[list[int]]) -> list[list[int]]:
+        """One reply per prompt: TRL's sampling, with a shared prompt prefix prefilled once when allowed.
+
+        Sharing needs TRL's plain `generate` path in one process; TRL's own path is used otherwise, or
+        when the prompts share fewer than `MIN_SHARED_TOKENS` tokens.
+        """
+        shared = common_prefix_length(prompt_ids)
+        if (
+            not self.share_prompt_prefix
+            or self.use_vllm
+            or self.use_transformers_continuous_batching
+            or self.accelerator.num_processes > 1
+            or shared < MIN_SHARED_TOKENS
+        ):
+            completion_ids, _ = self._generate_single_turn(prompt_ids, None, {}, num_generations=1)
+            return completion_ids
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+            ) as model,
+            torch.no_grad(),
+        ):
+            generated = generate_with_shared_prefix(
+                model,
+                prompt_ids,
+                generation_config=self.generation_config,
+                pad_id=self._tokenizer.pad_token_id,
+                shared=shared,
+            )
+        return [self._until_eos(row) for row in generated.cpu().tolist()]
+
+    def _until_eos(self, tokens: list[int]) -> list[int]:
+        """A generated row up to and including its first EOS token (TRL's completion ids)."""
+        eos_ids = set(self.eos_token_ids)
+        for index, token in enumerate(tokens):
+            if token in eos_ids:
+                return tokens[: index + 1]
+        return tokens
 
     def _rollout_autocast(self) -> AbstractContextManager:
         """bf16 autocast for sampling on a CPU whose base weights are bf16 (as the loss runs), else nothing.

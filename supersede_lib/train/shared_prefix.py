@@ -183,3 +183,39 @@ def logps_with_shared_prefix(
     logps = torch.stack([per_row[row][0] for row in order])
     entropies = torch.stack([per_row[row][1] for row in order]) if compute_entropy else None
     return logps, entropies
+
+
+def common_prefix_length(prompts: list[list[int]]) -> int:
+    """Tokens all `prompts` begin with, leaving each at least its last token to run."""
+    return min(_common_length(prompts), min(len(prompt) for prompt in prompts) - 1)
+
+
+def generate_with_shared_prefix(
+    model: Any, prompts: list[list[int]], *, generation_config: Any, pad_id: int, shared: int
+) -> torch.Tensor:
+    """`model.generate` over `prompts` whose first `shared` tokens are equal, prefilling those once.
+
+    The batch is laid out as the shared prefix, then each prompt's remainder left-padded: the pad
+    columns sit in the middle, masked out, and `generate` numbers positions from the attention mask,
+    so every row continues the prefix without a gap. Returns the generated columns only.
+    """
+    device = model.device
+    prefix = torch.tensor([prompts[0][:shared]], device=device)
+    prefix_cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
+    remainders = [prompt[shared:] for prompt in prompts]
+    width = max(map(len, remainders))
+    ids = torch.full((len(prompts), shared + width), pad_id, dtype=torch.long, device=device)
+    mask = torch.zeros_like(ids)
+    ids[:, :shared] = prefix
+    mask[:, :shared] = 1
+    for row, remainder in enumerate(remainders):
+        ids[row, shared + width - len(remainder) :] = torch.tensor(remainder, device=device)
+        mask[row, shared + width - len(remainder) :] = 1
+    config = getattr(model, "module", model).config
+    output = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        past_key_values=_repeated(prefix_cache, len(prompts), config),
+        generation_config=generation_config,
+    )
+    return output[:, ids.size(1) :]
