@@ -317,7 +317,8 @@ def training_notebook() -> nbformat.NotebookNode:
                 "    print('No CPU proof yet: python -m supersede_lib.studies.cpu_proof train, then evaluate and report')\n"
                 "else:\n"
                 "    show(proof['trend'], cpu_proof.TABLE_TITLES['trend'])\n"
-                "    show_figure(proof_dir / 'cpu_proof.png')"
+                "    show_figure(proof_dir / 'cpu_proof.png')\n"
+                "    show(proof[cpu_proof.COST], cpu_proof.TABLE_TITLES[cpu_proof.COST])"
             ),
         ],
         study="training",
@@ -362,13 +363,17 @@ def transfer_notebook() -> nbformat.NotebookNode:
                 "the held-out set was also run with the prompt-prefix cache (a second engine), the engine "
                 "check shows whether each conclusion survives the change of engine. Below the tables, the "
                 "base's and the final sparse checkpoint's notes and answers side by side, the questions "
-                "where their verdicts differ first."
+                "where their verdicts differ first. Runs replicated with the shared-prefix training engine were "
+                "judged by the prompt-prefix engine only: their tables end in `-prefix-cache`, each against "
+                "the base judged by that same engine."
             ),
             new_code_cell(
                 "from supersede_lib.studies import cpu_proof\n\n"
                 "proof_dir = cpu_proof.committed_dir()\n"
                 "proof = cpu_proof.read_tables(proof_dir)\n"
-                "for which in ('heldout', 'hard', 'longmemeval', cpu_proof.ENGINE_CHECK):\n"
+                "for which in cpu_proof.REPORT_TABLES:\n"
+                "    if which in ('trend', cpu_proof.COST):  # notebook 06 shows these\n"
+                "        continue\n"
                 "    if which in proof:\n"
                 "        show(proof[which], cpu_proof.TABLE_TITLES[which])\n"
                 "if 'heldout' in proof:\n"

@@ -218,6 +218,35 @@ def test_the_prefix_cache_engine_writes_its_own_folder_and_is_checked_against_th
     tables = cpu_proof.write_report(proof)
     assert cpu_proof.ENGINE_CHECK in tables and (proof / f"{cpu_proof.ENGINE_CHECK}.md").exists()
     assert "prompt-prefix cache" in cpu_proof.report_section(proof)
+    # the faster engine's own accuracy table, and what each evaluation cost
+    assert list(tables[f"heldout{cpu_proof.PREFIX_CACHE_SUFFIX}"]["model"]) == ["base"]
+    cost = tables[cpu_proof.COST].set_index("engine")
+    assert cost.loc["whole prompt", "calls"] == cost.loc["prefix cache", "calls"] > 0
+    assert cost.loc["prefix cache", "live_calls"] == cost.loc["prefix cache", "calls"]  # nothing replayed
+    assert "prompt-prefix engine" in cpu_proof.report_section(proof)
+
+
+def test_training_minutes_add_every_session_of_a_resumed_run(tmp_path: Path) -> None:
+    _write_run(tmp_path, "sparse__seed-2", [1, 2, 3])
+    runs = tmp_path / "runs"
+    steps = [
+        (1, 60.0),
+        (2, 90.0),
+        (2, 120.0),
+        (3, 30.0),
+    ]  # step 2 ran again after a resume: its last record counts
+    (runs / "sparse__seed-2.metrics.jsonl").write_text(
+        "\n".join(
+            json.dumps({"step": step, "kind": "train", "step_time": seconds}) for step, seconds in steps
+        )
+        + "\n"
+    )
+    summary = {"final_step": 3, "wall_time_s": 30.0}  # the last session's wall time only
+    (runs / "sparse__seed-2.run_summary.json").write_text(json.dumps(summary))
+    (runs / "sparse__seed-2.training_config.json").write_text(json.dumps({"share_prompt_prefix": True}))
+    (row,) = cpu_proof.cost_table(tmp_path).to_dict("records")
+    assert row["part"] == "train" and row["engine"] == "shared prefix" and row["steps"] == 3
+    assert row["minutes"] == 3.5  # (60 + 120 + 30) s
 
 
 def test_the_markdown_tables_keep_small_p_values_readable() -> None:

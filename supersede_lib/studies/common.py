@@ -115,7 +115,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table of `frame` as displayed (cells via str, '|' escaped)."""
 
     def cell(value: Any) -> str:
-        if value is None or (isinstance(value, float) and pd.isna(value)):
+        if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
             return "—"
         return str(value).replace("|", "\\|").replace("\n", " ")
 

@@ -49,6 +49,11 @@ LONGMEMEVAL = "longmemeval"  # real knowledge-update records from a local file (
 PREFIX_CACHE_SUFFIX = "-prefix-cache"
 HELDOUT_NAME = "heldout"
 ENGINE_CHECK = "engine_check"
+COST = "cost"  # what each training run and evaluation took (minutes of one core)
+# evaluation sets as judged by the faster engine (the runs replicated with the shared-prefix engine)
+PREFIX_CACHE_SETS = tuple(name + PREFIX_CACHE_SUFFIX for name in (*EVAL_SETS, LONGMEMEVAL))
+# every table the report may hold, in reading order
+REPORT_TABLES = ("trend", *EVAL_SETS, LONGMEMEVAL, *PREFIX_CACHE_SETS, ENGINE_CHECK, COST)
 
 
 def eval_spec(which: str, longmemeval_path: str | None = None) -> EpisodeSpec:
@@ -317,6 +322,68 @@ def engine_check_table(which: str = "heldout", directory: Path = PROOF_DIR) -> p
     return pd.DataFrame(rows)
 
 
+def cost_table(directory: Path = PROOF_DIR) -> pd.DataFrame:
+    """Minutes of one core per training run and per evaluation, and the engine each ran on.
+
+    Every process here runs one torch thread, so minutes add up to core-minutes: the budget of the
+    whole proof on 2 cores is half their sum at best. An evaluation resumed from its response cache
+    counts only the replies it made live (`live_calls` of `calls`)."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted((directory / "runs").glob("*.run_summary.json")):
+        label = path.name.removesuffix(".run_summary.json")
+        summary = json.loads(path.read_text())
+        step_seconds = _step_seconds(directory / "runs" / f"{label}.metrics.jsonl")
+        config_path = directory / "runs" / f"{label}.training_config.json"
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        rows.append(
+            {
+                "part": "train",
+                "set": "",
+                "model": label,
+                "engine": "shared prefix" if config.get("share_prompt_prefix") else "whole rows",
+                "steps": summary.get("final_step"),
+                "calls": None,
+                "live_calls": None,
+                "minutes": round(sum(step_seconds.values()) / 60, 1),
+            }
+        )
+    for which in (*EVAL_SETS, LONGMEMEVAL, *PREFIX_CACHE_SETS):
+        for path in sorted((directory / which).glob("*.manifest.json")):
+            manifest = json.loads(path.read_text())
+            totals = manifest.get("totals") or {}
+            calls = int(totals.get("calls", 0))
+            rows.append(
+                {
+                    "part": "evaluate",
+                    "set": which.removesuffix(PREFIX_CACHE_SUFFIX),
+                    "model": path.name.removesuffix(".manifest.json"),
+                    "engine": "prefix cache" if which.endswith(PREFIX_CACHE_SUFFIX) else "whole prompt",
+                    "steps": None,
+                    "calls": calls,
+                    "live_calls": calls - int(totals.get("cached_calls", 0)),
+                    "minutes": round(float(manifest.get("wall_s") or 0.0) / 60, 1),
+                }
+            )
+    columns = ["part", "set", "model", "engine", "steps", "calls", "live_calls", "minutes"]
+    table = pd.DataFrame(rows, columns=columns)
+    for column in ("steps", "calls", "live_calls"):
+        table[column] = table[column].astype("Int64")
+    return table
+
+
+def _step_seconds(metrics_path: Path) -> dict[int, float]:
+    """Seconds of each optimiser step (TRL's `step_time`: sampling, scoring and the loss), the last
+    record of a step winning; summed over steps it spans every session of a resumed run, unlike
+    the run summary's wall time (that of its last session only)."""
+    seconds: dict[int, float] = {}
+    if metrics_path.exists():
+        for line in metrics_path.read_text().splitlines():
+            record = json.loads(line)
+            if "step_time" in record:
+                seconds[int(record["step"])] = float(record["step_time"])
+    return seconds
+
+
 def evaluation_frames(which: str, directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
     """The committed per-model CSVs of one evaluation set, base first."""
     paths = sorted((directory / which).glob("*.csv"), key=lambda path: (path.stem != "base", path.stem))
@@ -327,8 +394,12 @@ def _step_of(label: str) -> int:
     return int(label.rsplit("__step-", 1)[1]) if "__step-" in label else 0
 
 
-def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
-    """Left: training success per step (Wilson 95% per step); right: held-out accuracy per checkpoint."""
+def proof_figure(
+    rollouts: pd.DataFrame, heldout: pd.DataFrame, other_engine: pd.DataFrame | None = None
+) -> Any:
+    """Left: training success per step (Wilson 95% per step); right: held-out accuracy per checkpoint.
+
+    Runs judged only by the prompt-prefix engine (`other_engine`, its own base) are drawn dashed."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator
@@ -337,7 +408,10 @@ def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
 
     sns.set_theme(style="whitegrid")
     figure, (train_ax, held_ax) = plt.subplots(1, 2, figsize=(11, 4))
-    colors = dict(zip(sorted(rollouts["run"].unique()), sns.color_palette("colorblind"), strict=False))
+    runs = sorted(rollouts["run"].unique())
+    colors = dict(
+        zip(runs, sns.color_palette("husl" if len(runs) > 10 else "colorblind", len(runs)), strict=True)
+    )
     for run, frame in rollouts.groupby("run"):
         per_step = frame.groupby("step")["success"].agg(["sum", "count"]).reset_index()
         bounds = [
@@ -351,9 +425,12 @@ def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
     train_ax.set(xlabel="GRPO step", ylabel="training rollouts correct (8 per step)", ylim=(-0.02, 1.02))
     train_ax.set_title("Training success per step (Wilson 95%)", fontsize=10)
     train_ax.legend(fontsize=8)
-    base = heldout[heldout["model"] == "base"].iloc[0]
     for run, color in colors.items():
-        points = heldout[heldout["model"].str.startswith(f"{run}__")]
+        table, style = heldout, "-"
+        if not heldout["model"].str.startswith(f"{run}__").any() and other_engine is not None:
+            table, style = other_engine, "--"
+        base = table[table["model"] == "base"].iloc[0]
+        points = table[table["model"].str.startswith(f"{run}__")]
         steps = [0, *(_step_of(label) for label in points["model"])]
         values = [base["accuracy"], *points["accuracy"]]
         low = [base["ci_low"], *points["ci_low"]]
@@ -368,10 +445,12 @@ def proof_figure(rollouts: pd.DataFrame, heldout: pd.DataFrame) -> Any:
             marker="o",
             capsize=3,
             color=color,
-            label=run,
+            linestyle=style,
+            label=run if style == "-" else f"{run} (prefix engine)",
         )
     held_ax.set(xlabel="checkpoint step (0 = base)", ylabel="held-out accuracy", ylim=(-0.02, 1.02))
-    held_ax.set_title(f"Held-out, training distribution (n = {int(base['n'])}, greedy)", fontsize=10)
+    n = int(heldout.loc[heldout["model"] == "base", "n"].iloc[0])
+    held_ax.set_title(f"Held-out, training distribution (n = {n}, greedy)", fontsize=10)
     held_ax.legend(fontsize=8)
     for axis in (train_ax, held_ax):
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
@@ -385,17 +464,19 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
 
     rollouts = read_rollouts(directory)
     tables = {"trend": trend_table(rollouts)}
-    for which in (*EVAL_SETS, LONGMEMEVAL):
+    for which in (*EVAL_SETS, LONGMEMEVAL, *PREFIX_CACHE_SETS):
         frames = evaluation_frames(which, directory)
         if "base" in frames:
             tables[which] = heldout_table(frames)
     if any((directory / (HELDOUT_NAME + PREFIX_CACHE_SUFFIX)).glob("*.csv")):  # a finished evaluation
         tables[ENGINE_CHECK] = engine_check_table(HELDOUT_NAME, directory)
+    tables[COST] = cost_table(directory)
     for name, table in tables.items():
         table.to_csv(directory / f"{name}.csv", index=False)
         (directory / f"{name}.md").write_text(markdown_table(_for_display(table)) + "\n")
     if "heldout" in tables:
-        save_figure(proof_figure(rollouts, tables["heldout"]), directory / "cpu_proof.png")
+        other_engine = tables.get(HELDOUT_NAME + PREFIX_CACHE_SUFFIX)
+        save_figure(proof_figure(rollouts, tables["heldout"], other_engine), directory / "cpu_proof.png")
     return tables
 
 
@@ -414,9 +495,10 @@ def committed_dir() -> Path:
 
 def read_tables(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
     """The tables `write_report` last wrote (trend, heldout, hard, longmemeval when present), read only."""
-    names = ("trend", *EVAL_SETS, LONGMEMEVAL, ENGINE_CHECK)
     return {
-        name: pd.read_csv(directory / f"{name}.csv") for name in names if (directory / f"{name}.csv").exists()
+        name: pd.read_csv(directory / f"{name}.csv")
+        for name in REPORT_TABLES
+        if (directory / f"{name}.csv").exists()
     }
 
 
@@ -443,7 +525,14 @@ TABLE_TITLES = {
     LONGMEMEVAL: "Real LongMemEval knowledge-update records (local file; greedy, matcher)",
     ENGINE_CHECK: "The held-out set again with the prompt-prefix cache (a second engine): same models, "
     "accuracy and McNemar under each engine, agreement, wall time",
+    COST: "What each part took: minutes of one core per training run and evaluation, and its engine",
 }
+TABLE_TITLES.update(  # the same sets, judged by the prompt-prefix engine (against its own base run)
+    {
+        name: TABLE_TITLES[name.removesuffix(PREFIX_CACHE_SUFFIX)] + ", prompt-prefix engine"
+        for name in PREFIX_CACHE_SETS
+    }
+)
 
 
 def final_checkpoints(table: pd.DataFrame) -> list[str]:
@@ -458,11 +547,7 @@ def final_checkpoints(table: pd.DataFrame) -> list[str]:
 def report_section(directory: Path = PROOF_DIR, report_dir: Path | None = None) -> str:
     """The proof as a REPORT.md section: what was trained and on what it was judged, then its tables
     and figure as committed (run `report` first); empty when the proof has not been run."""
-    tables = [
-        name
-        for name in ("trend", "heldout", "hard", LONGMEMEVAL, ENGINE_CHECK)
-        if (directory / f"{name}.md").exists()
-    ]
+    tables = [name for name in REPORT_TABLES if (directory / f"{name}.md").exists()]
     if not tables:
         return ""
     config_files = sorted((directory / "runs").glob("*.training_config.json"))
