@@ -86,22 +86,31 @@ def _varied_scorer(episode, rollout) -> float:  # noqa: ANN001 - a TrajectorySco
     return (sum(map(ord, rollout.answer or "")) % 7) / 7.0
 
 
-def test_the_shared_prefix_gives_trls_loss_and_gradient(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _fp32_tiny_trainer(tiny_model_path: Path, output_dir: Path, **changes: object):  # noqa: ANN202
+    """The smoke preset on the tiny model in float32, where both paths must agree to float noise."""
     config = TrainingConfig.preset(
         "smoke",
         model_name_or_path=str(tiny_model_path),
-        output_dir=str(tmp_path),
+        output_dir=str(output_dir),
+        disable_tqdm=True,
+        cpu_dtype="float32",
+        **changes,
+    )
+    return build_trainer(config, seed=0, scorer=_varied_scorer)
+
+
+def test_the_shared_prefix_gives_trls_loss_and_gradient(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = _fp32_tiny_trainer(
+        tiny_model_path,
+        tmp_path,
         max_steps=1,
         save_steps=1,
         max_completion_length=6,
         episode_overrides={"n_sessions": (2, 3), "trailing_distractors": (0, 0)},
-        disable_tqdm=True,
         num_generations=4,
-        cpu_dtype="float32",
     )
-    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
     trainer.train()
     trainer.mask_truncated_completions = False  # 6-token replies are all cut short: keep them in the loss
     samples = expand_to_turn_samples(trainer.last_trajectories)
@@ -153,15 +162,7 @@ def test_generation_with_the_shared_prefix_matches_trls(
     from supersede_lib.data import synthetic
     from supersede_lib.rollout import BoundedMemoryRollout
 
-    config = TrainingConfig.preset(
-        "smoke",
-        model_name_or_path=str(tiny_model_path),
-        output_dir=str(tmp_path),
-        max_completion_length=8,
-        disable_tqdm=True,
-        cpu_dtype="float32",
-    )
-    trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
+    trainer = _fp32_tiny_trainer(tiny_model_path, tmp_path, max_completion_length=8)
     episodes = synthetic.generate_episodes(3, seed=5, difficulty="easy")
     conversations = [BoundedMemoryRollout(episode, 200).current_messages() for episode in episodes]
     prompt_ids, _, _ = trainer._tokenize_prompts(conversations)
