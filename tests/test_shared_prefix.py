@@ -99,12 +99,12 @@ def _fp32_tiny_trainer(tiny_model_path: Path, output_dir: Path, **changes: objec
     return build_trainer(config, seed=0, scorer=_varied_scorer)
 
 
-def test_the_shared_prefix_gives_trls_loss_and_gradient(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture(scope="module")
+def trained_tiny(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A float32 tiny trainer after one step, and that step's turn samples, every one with an advantage."""
     trainer = _fp32_tiny_trainer(
         tiny_model_path,
-        tmp_path,
+        tmp_path_factory.mktemp("run"),
         max_steps=1,
         save_steps=1,
         max_completion_length=6,
@@ -114,8 +114,46 @@ def test_the_shared_prefix_gives_trls_loss_and_gradient(
     trainer.train()
     trainer.mask_truncated_completions = False  # 6-token replies are all cut short: keep them in the loss
     samples = expand_to_turn_samples(trainer.last_trajectories)
-    samples = [dataclass_with_advantage(sample, (index % 3) - 0.8) for index, sample in enumerate(samples)]
+    return trainer, [dataclass_with_advantage(sample, (i % 3) - 0.8) for i, sample in enumerate(samples)]
+
+
+def _window_gradient(trainer, samples, micro_batches: int, share: bool):  # noqa: ANN001, ANN202
+    """Losses and weight gradients of one accumulation window of `micro_batches`, as the Trainer runs it
+    (the loss normaliser spans the whole window); the shared prefixes' gradient flushed at its end."""
+    trainer.share_prompt_prefix = share
+    trainer.model.train()
+    trainer.model.zero_grad()
+    tokens = trainer._loss_token_count(samples)
+    size = -(-len(samples) // micro_batches)
+    losses = []
+    for first in range(0, len(samples), size):
+        batch = trainer._samples_to_tensors(samples[first : first + size], 0, loss_tokens=tokens)
+        loss = trainer._compute_loss(trainer.model, batch)
+        loss.backward()
+        losses.append(loss.item())
+    trainer._flush_window_prefixes()
+    grads = [p.grad.clone() for p in trainer.model.parameters() if p.requires_grad and p.grad is not None]
+    return losses, grads
+
+
+def _assert_same_gradient(left: list, right: list) -> None:
+    assert len(left) == len(right) > 0
+    assert any(gradient.abs().sum() > 0 for gradient in left)
+    for plain, shared in zip(left, right, strict=True):
+        assert torch.allclose(plain, shared, rtol=1e-3, atol=1e-4 * float(plain.abs().max()) + 1e-12)
+
+
+def test_the_shared_prefix_gives_trls_loss_and_gradient(
+    trained_tiny, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer, samples = trained_tiny
     batch = trainer._samples_to_tensors(samples, 1, loss_tokens=trainer._loss_token_count(samples))
+    groups, _ = shared_prefix_groups(
+        torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
+        torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+        batch["completion_ids"].size(1),
+    )
+    assert groups and sum(len(group.rows) for group in groups) >= len(samples) // 2  # the rewrite turns share
     shared_calls = []
     original = grpo.logps_with_shared_prefix
 
@@ -124,29 +162,86 @@ def test_the_shared_prefix_gives_trls_loss_and_gradient(
         return original(*args, **kwargs)
 
     monkeypatch.setattr(grpo, "logps_with_shared_prefix", counting)
-    groups, _ = shared_prefix_groups(
-        torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
-        torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
-        batch["completion_ids"].size(1),
-    )
-    assert groups and sum(len(group.rows) for group in groups) >= len(samples) // 2  # the rewrite turns share
-
-    trainer.model.train()
-    results = []
-    for share in (False, True):
-        trainer.share_prompt_prefix = share
-        trainer.model.zero_grad()
-        loss = trainer._compute_loss(trainer.model, batch)
-        loss.backward()
-        grads = [p.grad.clone() for p in trainer.model.parameters() if p.requires_grad and p.grad is not None]
-        results.append((loss.item(), grads))
+    (loss_plain,), grads_plain = _window_gradient(trainer, samples, 1, share=False)
+    (loss_shared,), grads_shared = _window_gradient(trainer, samples, 1, share=True)
     assert shared_calls == [1]  # the second pass really took the shared-prefix path
-    (loss_plain, grads_plain), (loss_shared, grads_shared) = results
     assert loss_plain != 0.0
     assert loss_shared == pytest.approx(loss_plain, rel=1e-4, abs=1e-7)
-    assert len(grads_plain) == len(grads_shared) > 0
-    for plain, shared in zip(grads_plain, grads_shared, strict=True):
-        assert torch.allclose(plain, shared, rtol=1e-3, atol=1e-4 * float(plain.abs().max()) + 1e-12)
+    _assert_same_gradient(grads_plain, grads_shared)
+
+
+def test_a_prefix_runs_once_per_accumulation_window_with_the_same_gradient(
+    trained_tiny, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from supersede_lib.train import shared_prefix
+
+    trainer, samples = trained_tiny
+    runs = []
+    original = shared_prefix.WindowPrefix.run
+
+    def counting(model, prefix):  # noqa: ANN001, ANN202
+        runs.append(tuple(prefix[0].tolist()))
+        return original(model, prefix)
+
+    monkeypatch.setattr(shared_prefix.WindowPrefix, "run", staticmethod(counting))
+    plain_losses, grads_plain = _window_gradient(trainer, samples, 4, share=False)
+    shared_losses, grads_shared = _window_gradient(trainer, samples, 4, share=True)
+    assert (
+        len(shared_losses) == 4 and runs and len(runs) == len(set(runs))
+    )  # each prefix ran once, not per micro-batch
+    assert shared_losses == pytest.approx(plain_losses, rel=1e-4, abs=1e-7)
+    _assert_same_gradient(grads_plain, grads_shared)
+    assert trainer._window_prefixes == {}  # flushed: the next window computes its own
+
+
+def test_without_the_flush_the_prefix_gradient_would_be_missing(trained_tiny) -> None:
+    """The flush is what carries the prefix's share of the gradient: skipping it changes the result."""
+    trainer, samples = trained_tiny
+    _, grads_plain = _window_gradient(trainer, samples, 2, share=False)
+    trainer._flush_window_prefixes = lambda: trainer._window_prefixes.clear()
+    try:
+        _, grads_unflushed = _window_gradient(trainer, samples, 2, share=True)
+    finally:
+        del trainer._flush_window_prefixes
+    assert not all(
+        torch.allclose(plain, shared, rtol=1e-3, atol=1e-4 * float(plain.abs().max()) + 1e-12)
+        for plain, shared in zip(grads_plain, grads_unflushed, strict=True)
+    )
+
+
+def test_a_training_step_sends_the_prefix_gradient_before_the_optimiser_steps(
+    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from supersede_lib.train import shared_prefix
+
+    events = []
+    backward = shared_prefix.WindowPrefix.backward
+    monkeypatch.setattr(
+        shared_prefix.WindowPrefix, "backward", lambda self: (events.append("prefix"), backward(self))[1]
+    )
+    trainer = _fp32_tiny_trainer(
+        tiny_model_path,
+        tmp_path,
+        max_steps=1,
+        max_completion_length=6,
+        num_generations=4,
+        episode_overrides={"n_sessions": (2, 3), "trailing_distractors": (0, 0)},
+        share_prompt_prefix=True,
+    )
+    trainer.mask_truncated_completions = False
+    original_clip = torch.nn.utils.clip_grad_norm_
+
+    def clip(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        events.append("clip")
+        return original_clip(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", clip)
+    trainer.train()
+    assert "prefix" in events and trainer._window_prefixes == {}
+    if (
+        "clip" in events
+    ):  # the Trainer clips after the window's last micro-batch: the prefix share is in by then
+        assert events.index("prefix") < events.index("clip")
 
 
 def dataclass_with_advantage(sample, advantage: float):  # noqa: ANN001, ANN201

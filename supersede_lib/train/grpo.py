@@ -70,6 +70,7 @@ from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
 from supersede_lib.train.shared_prefix import (
     MIN_SHARED_TOKENS,
+    WindowPrefix,
     common_prefix_length,
     generate_with_shared_prefix,
     logps_with_shared_prefix,
@@ -369,6 +370,8 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.log_rollouts = log_rollouts
         self.share_prompt_prefix = share_prompt_prefix
+        # the shared prefixes of the current accumulation window, their gradient owed at its end
+        self._window_prefixes: dict[tuple[int, ...], WindowPrefix] = {}
         self.last_trajectories: list[TrajectoryRecord] = []  # the latest batch, for tests and notebooks
 
     # -- rollouts
@@ -654,8 +657,22 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             compute_entropy=compute_entropy,
             entropy_requires_grad=self._entropy_bonus_enabled,
             batch_size=batch_size,
+            window=self._window_prefixes if torch.is_grad_enabled() else None,
         )
         return logps, entropies, None
+
+    def training_step(self, model, inputs, num_items_in_batch=None):  # noqa: ANN001, ANN201 - Trainer's
+        """TRL's step; at the end of an accumulation window the shared prefixes' gradient goes to the weights
+        (before the Trainer clips and steps)."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self._step % self.current_gradient_accumulation_steps == 0:
+            self._flush_window_prefixes()
+        return loss
+
+    def _flush_window_prefixes(self) -> None:
+        prefixes, self._window_prefixes = self._window_prefixes, {}
+        for prefix in prefixes.values():
+            prefix.backward()
 
     def _add_logps(self, batch: dict[str, Any], mode: str) -> None:
         """Old/reference log-probs where TRL's loss needs them, and KL to the base model for logging."""

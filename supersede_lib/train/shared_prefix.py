@@ -1,4 +1,4 @@
-"""Run the prompt prefix that many training rows share once per batch, not once per row.
+"""Run the prompt prefix that many training rows share once per optimiser step, not once per row.
 
 Every turn row of a GRPO step starts with the same system prompt and worked examples: with the
 `cpu_proof` agent that is ~516 of a rewrite prompt's ~607 tokens. TRL's loss runs each row through
@@ -6,6 +6,9 @@ the model from its first token, so the prefix is prefilled and back-propagated o
 the rows that share a prefix run it once, with gradient (LoRA adapts the prefix's keys and values
 too), and each row runs only its own remainder against those keys and values. The log-probabilities
 and the gradient are the same up to float rounding; the tokens through the model are a fraction.
+Across the micro-batches of one gradient-accumulation window the prefix runs once too
+(`WindowPrefix`: its keys and values collect every micro-batch's gradient, then back-propagate once).
+Sampling the rollouts reuses the prefix the same way (`generate_with_shared_prefix`).
 
 How the remainder lines up: TRL's batch is prompts left-padded, completions right-padded, so each
 row's completion ends in the last `logits_to_keep` columns. A row's remainder (the rest of its
@@ -110,12 +113,58 @@ def remainder_batch(
     return ids, torch.cat([prefix_mask, mask], dim=1), positions
 
 
-def _repeated(cache: Any, rows: int, config: Any) -> DynamicCache:
-    """A fresh cache holding `cache`'s keys and values once per row (the forward extends its copy)."""
+def _layers(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def _repeated(layers: list[tuple[torch.Tensor, torch.Tensor]], rows: int, config: Any) -> DynamicCache:
+    """A fresh cache holding each layer's keys and values once per row (the forward extends its copy)."""
     copy = DynamicCache(config=config)
-    for layer_index, layer in enumerate(cache.layers):
-        copy.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), layer_index)
+    for layer_index, (keys, values) in enumerate(layers):
+        copy.update(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1), layer_index)
     return copy
+
+
+@dataclass
+class WindowPrefix:
+    """A prefix's keys and values, computed once for a whole gradient-accumulation window.
+
+    The weights do not change within a window, so every micro-batch may attend to the same keys and
+    values. The rows attend to `leaves` (detached float32 copies), which collect the gradient of every
+    micro-batch; `backward` then sends that sum once through the prefix's own graph (`computed`) to
+    the weights. The result is the gradient of running the prefix in every row, at one prefix pass
+    per window instead of one per micro-batch.
+    """
+
+    computed: list[tuple[torch.Tensor, torch.Tensor]]
+    leaves: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @classmethod
+    def run(cls, model: Any, prefix: torch.Tensor) -> WindowPrefix:
+        computed = _layers(model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values)
+        leaves = [
+            (keys.detach().float().requires_grad_(), values.detach().float().requires_grad_())
+            for keys, values in computed
+        ]
+        return cls(computed, leaves)
+
+    def attended(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The leaves in the computed dtype (the cast passes the rows' gradient back to the leaves)."""
+        return [
+            (leaf_keys.to(keys.dtype), leaf_values.to(values.dtype))
+            for (keys, values), (leaf_keys, leaf_values) in zip(self.computed, self.leaves, strict=True)
+        ]
+
+    def backward(self) -> None:
+        """Send the gradient the leaves collected through the prefix's graph (once per window)."""
+        outputs, gradients = [], []
+        for pair, leaf_pair in zip(self.computed, self.leaves, strict=True):
+            for computed, leaf in zip(pair, leaf_pair, strict=True):
+                if leaf.grad is not None and computed.requires_grad:
+                    outputs.append(computed)
+                    gradients.append(leaf.grad.to(computed.dtype))
+        if outputs:
+            torch.autograd.backward(outputs, gradients)
 
 
 def logps_with_shared_prefix(
@@ -126,6 +175,7 @@ def logps_with_shared_prefix(
     *,
     plain: Callable[[torch.Tensor, torch.Tensor], RowsLogps],
     pad_id: int,
+    window: dict[tuple[int, ...], WindowPrefix] | None = None,
     temperature: float = 1.0,
     compute_entropy: bool = False,
     entropy_requires_grad: bool = False,
@@ -136,7 +186,9 @@ def logps_with_shared_prefix(
 
     Rows that share a prompt prefix run it once per group; rows that share none are computed by
     `plain(input_ids_rows, attention_mask_rows)` (TRL's own path). `batch_size` caps the rows of
-    one remainder forward, as TRL's does for whole rows.
+    one remainder forward, as TRL's does for whole rows. With `window` (the prefixes of the current
+    accumulation window, by token ids) a prefix runs once per window, not once per call: the caller
+    then owes each `WindowPrefix.backward()` after the window's last backward.
     """
     groups, alone = shared_prefix_groups(input_ids, attention_mask, logits_to_keep, min_shared)
     config = getattr(model, "module", model).config
@@ -148,7 +200,13 @@ def logps_with_shared_prefix(
             per_row[row] = (logps[position], None if entropies is None else entropies[position])
     for group in groups:
         prefix = torch.tensor([group.prefix_ids], dtype=input_ids.dtype, device=input_ids.device)
-        prefix_cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
+        if window is None:
+            layers = _layers(model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values)
+        else:
+            key = tuple(group.prefix_ids)
+            if key not in window:
+                window[key] = WindowPrefix.run(model, prefix)
+            layers = window[key].attended()
         step = batch_size or len(group.rows)
         for first in range(0, len(group.rows), step):
             rows = group.rows[first : first + step]
@@ -157,7 +215,7 @@ def logps_with_shared_prefix(
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=_repeated(prefix_cache, len(rows), config),
+                past_key_values=_repeated(layers, len(rows), config),
                 use_cache=True,
                 logits_to_keep=logits_to_keep + 1,
             )
@@ -215,7 +273,7 @@ def generate_with_shared_prefix(
     output = model.generate(
         input_ids=ids,
         attention_mask=mask,
-        past_key_values=_repeated(prefix_cache, len(prompts), config),
+        past_key_values=_repeated(_layers(prefix_cache), len(prompts), config),
         generation_config=generation_config,
     )
     return output[:, ids.size(1) :]
