@@ -21,6 +21,10 @@
 4. The prompt-prefix cache against a whole-prompt prefill (`supersede_lib.bench_prefix`;
    `--skip-prefix`): the CPU proof's memory-rewrite calls on the 0.5B, seconds per call and
    identical replies; writes outputs/bench/prefix_cache.md and prefix_cache.json.
+5. The shared prompt prefix in GRPO training (`supersede_lib.bench_train_prefix`;
+   `--skip-train-prefix`): one accumulation window of a real cpu_proof step through TRL's loss and
+   through the shared-prefix loss, seconds and gradient distance; writes
+   outputs/bench/train_prefix.md and train_prefix.json.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
 from supersede_lib.bench_prefix import prefix_cache_bench, prefix_cache_table
+from supersede_lib.bench_train_prefix import train_prefix_bench, train_prefix_table
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import package_versions
@@ -295,6 +300,15 @@ def write_engine_results(result: dict[str, Any], output_dir: Path) -> str:
     return table
 
 
+def _write_part(output_dir: Path, name: str, measured: dict[str, Any], table: str) -> dict[str, Any]:
+    """Write one benchmark's `<name>.json` and `<name>.md` (its table), print the table."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / f"{name}.json").write_text(json.dumps(measured, indent=2) + "\n")
+    (output_dir / f"{name}.md").write_text(table + "\n")
+    print(table)
+    return measured
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=78)
@@ -318,6 +332,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engines.add_argument("--disagreement-calls", type=int, default=16, help="batched calls re-run alone")
     parser.add_argument("--skip-prefix", action="store_true", help="skip the prompt-prefix cache comparison")
     parser.add_argument("--prefix-calls", type=int, default=16, help="calls of the prefix cache comparison")
+    parser.add_argument(
+        "--skip-train-prefix", action="store_true", help="skip the shared-prefix training loss comparison"
+    )
     args = parser.parse_args(argv)
 
     result: dict[str, Any] = {}
@@ -358,12 +375,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"\nwrote {args.output_dir / 'engines.json'}")
     if not args.skip_prefix:
         prefix = prefix_cache_bench(n_calls=4 if args.quick else args.prefix_calls, threads=args.threads)
-        result["prefix_cache"] = prefix
-        args.output_dir.mkdir(parents=True, exist_ok=True)
-        (args.output_dir / "prefix_cache.json").write_text(json.dumps(prefix, indent=2) + "\n")
-        table = prefix_cache_table(prefix)
-        (args.output_dir / "prefix_cache.md").write_text(table + "\n")
-        print(table)
+        result["prefix_cache"] = _write_part(
+            args.output_dir, "prefix_cache", prefix, prefix_cache_table(prefix)
+        )
+    if not args.skip_train_prefix:
+        training = train_prefix_bench(threads=args.threads)
+        result["train_prefix"] = _write_part(
+            args.output_dir, "train_prefix", training, train_prefix_table(training)
+        )
     return result
 
 

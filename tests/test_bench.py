@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from supersede_lib import bench, bench_engines
 
 
@@ -114,3 +116,24 @@ def test_prefix_cache_bench_skips_cleanly_without_the_model_file(empty_home) -> 
     result = bench_prefix.prefix_cache_bench(n_calls=2)
     assert "skipped" in result and bench_prefix.DEFAULT_PREFIX_MODEL in result["skipped"]
     assert bench_prefix.prefix_cache_table(result).startswith("Prompt-prefix cache comparison skipped")
+
+
+def test_train_prefix_bench_times_trls_loss_and_the_shared_prefix_on_one_window(tiny_path) -> None:
+    from supersede_lib import bench_train_prefix
+
+    result = bench_train_prefix.train_prefix_bench(tiny_path, micro_batches=2, threads=1)
+    assert result["rows"] > 0 and result["micro_batches"] == 2
+    assert all(seconds > 0 for seconds in result["seconds"].values())
+    # float32 here (no bf16 units in tests): both ways are the same gradient to float noise
+    assert result["gradient_distance_from_trl"]["shared"] < 1e-3
+    assert result["loss_sum"]["shared"] == pytest.approx(result["loss_sum"]["trl"], rel=1e-4, abs=1e-6)
+    table = bench_train_prefix.train_prefix_table(result)
+    assert "| shared prefix, once per window |" in table and "Speed-up" in table
+
+
+def test_train_prefix_bench_skips_cleanly_without_the_model_file(tmp_path) -> None:
+    from supersede_lib import bench_train_prefix
+
+    result = bench_train_prefix.train_prefix_bench(tmp_path / "absent.gguf")
+    assert "absent.gguf" in result["skipped"]
+    assert bench_train_prefix.train_prefix_table(result).startswith("Skipped")
