@@ -131,10 +131,13 @@ def test_side_by_side_puts_the_questions_whose_verdicts_differ_first(tmp_path: P
     both = cpu_proof.side_by_side("sparse__seed-0__step-20", n=2, directory=tmp_path)
     assert list(both["episode_id"]) == ["e1", "e0"]
     assert list(both.columns[-1:]) == ["verdict (sparse__seed-0__step-20)"]
-    table = pd.DataFrame(
-        {"model": ["base", "memory__seed-0__step-20", "sparse__seed-0__step-10", "sparse__seed-0__step-20"]}
-    )
-    assert cpu_proof.final_checkpoints(table) == ["sparse__seed-0__step-20", "memory__seed-0__step-20"]
+    models = ["base", "memory__seed-0__step-20", "sparse-lr2e-05__seed-0__step-20", "sparse__seed-0__step-10"]
+    table = pd.DataFrame({"model": [*models, "sparse__seed-0__step-20"]})
+    assert cpu_proof.final_checkpoints(table) == [  # the preset's arms first: a sweep arm is a side branch
+        "sparse__seed-0__step-20",
+        "memory__seed-0__step-20",
+        "sparse-lr2e-05__seed-0__step-20",
+    ]
 
 
 def test_a_sweep_arm_has_its_own_folder_and_label_and_changes_only_its_field() -> None:

@@ -536,12 +536,18 @@ TABLE_TITLES.update(  # the same sets, judged by the prompt-prefix engine (again
 
 
 def final_checkpoints(table: pd.DataFrame) -> list[str]:
-    """The last evaluated checkpoint of every run in an evaluation table (`model` column), sparse first."""
+    """The last evaluated checkpoint of every run in an evaluation table (`model` column): the preset's
+    arms before the sweep arms, sparse before memory, then by seed."""
     trained = [label for label in table["model"] if "__step-" in label]
     last: dict[str, str] = {}
     for label in sorted(trained, key=_step_of):
         last[label.rsplit("__step-", 1)[0]] = label
-    return [last[run] for run in sorted(last, key=lambda run: (not run.startswith("sparse"), run))]
+
+    def order(run: str) -> tuple[bool, bool, str]:
+        arm = run.split("__seed-")[0]
+        return (arm not in REWARD_ARMS, reward_of(arm) != "sparse", run)
+
+    return [last[run] for run in sorted(last, key=order)]
 
 
 def report_section(directory: Path = PROOF_DIR, report_dir: Path | None = None) -> str:
