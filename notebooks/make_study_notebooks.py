@@ -318,6 +318,7 @@ def training_notebook() -> nbformat.NotebookNode:
                 "else:\n"
                 "    show(proof['trend'], cpu_proof.TABLE_TITLES['trend'])\n"
                 "    show_figure(proof_dir / 'cpu_proof.png')\n"
+                "if cpu_proof.COST in proof:\n"
                 "    show(proof[cpu_proof.COST], cpu_proof.TABLE_TITLES[cpu_proof.COST])"
             ),
         ],

@@ -297,7 +297,10 @@ def heldout_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
             test = mcnemar_dict(list(base), list(correct))
             row.update({"b_base_only": test["b"], "c_model_only": test["c"], "p_exact": test["p_exact"]})
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    for column in [column for column in ("b_base_only", "c_model_only") if column in table]:
+        table[column] = table[column].astype("Int64")  # counts, blank for the base
+    return table
 
 
 def engine_check_table(which: str = "heldout", directory: Path = PROOF_DIR) -> pd.DataFrame:
