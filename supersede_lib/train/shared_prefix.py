@@ -87,7 +87,7 @@ def shared_prefix_groups(
             alone.extend(rows)
             continue
         members = [prompts[row] for row in rows]
-        shared = min(_common_length(members), min(len(prompt) for prompt in members) - 1)
+        shared = common_prefix_length(members)
         groups.append(PrefixGroup(rows, members[0][:shared], [starts[row] for row in rows]))
     return groups, sorted(alone)
 
@@ -113,7 +113,9 @@ def remainder_batch(
     return ids, torch.cat([prefix_mask, mask], dim=1), positions
 
 
-def _layers(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _prefill(model: Any, prefix: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each layer's keys and values of `prefix` (one row), with gradient when it is enabled."""
+    cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
@@ -141,7 +143,7 @@ class WindowPrefix:
 
     @classmethod
     def run(cls, model: Any, prefix: torch.Tensor) -> WindowPrefix:
-        computed = _layers(model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values)
+        computed = _prefill(model, prefix)
         leaves = [
             (keys.detach().float().requires_grad_(), values.detach().float().requires_grad_())
             for keys, values in computed
@@ -201,7 +203,7 @@ def logps_with_shared_prefix(
     for group in groups:
         prefix = torch.tensor([group.prefix_ids], dtype=input_ids.dtype, device=input_ids.device)
         if window is None:
-            layers = _layers(model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values)
+            layers = _prefill(model, prefix)
         else:
             key = tuple(group.prefix_ids)
             if key not in window:
@@ -259,7 +261,7 @@ def generate_with_shared_prefix(
     """
     device = model.device
     prefix = torch.tensor([prompts[0][:shared]], device=device)
-    prefix_cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
+    layers = _prefill(model, prefix)
     remainders = [prompt[shared:] for prompt in prompts]
     width = max(map(len, remainders))
     ids = torch.full((len(prompts), shared + width), pad_id, dtype=torch.long, device=device)
@@ -273,7 +275,7 @@ def generate_with_shared_prefix(
     output = model.generate(
         input_ids=ids,
         attention_mask=mask,
-        past_key_values=_repeated(_layers(prefix_cache), len(prompts), config),
+        past_key_values=_repeated(layers, len(prompts), config),
         generation_config=generation_config,
     )
     return output[:, ids.size(1) :]
