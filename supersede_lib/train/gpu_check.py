@@ -1,0 +1,306 @@
+"""Check the GPU training path on the machine at hand, in about two minutes, before a long run.
+
+    python -m supersede_lib.train.gpu_check --out outputs/gpu_check
+
+Each check trains the tiny random Qwen2 (`models.tiny`, built offline) for two GRPO steps through
+`train.run.train`, the entry point notebook 06 uses, and then reads what the run wrote:
+
+- `unsloth`: Unsloth's 4-bit loading and LoRA, in the precision `run.mixed_precision` picks here;
+- `unsloth_fp16`: the same as on a GPU without bf16 units (T4, V100): torch is told bf16 is missing,
+  so Unsloth loads fp16 and the Trainer scales the loss;
+- `transformers`: plain transformers + PEFT on CUDA (no Unsloth), with the shared prompt prefix;
+- `generation`: the trained adapter answers through `HFChatModel` on CUDA, greedy replies the same
+  with and without the prompt-prefix cache.
+
+A training check passes when both steps ran with a finite loss, the adapter moved (its LoRA B
+matrices start at zero) and the adapter weights and the optimizer's moments are float32 (bf16
+adapters barely move at lr 1e-5). The tiny model's replies are noise, so the reward is a stand-in
+that only spreads each group (`reply_hash_reward`); what the real reward learns is the CPU proof's
+question, not this one's. The report (`gpu_check.json`, `gpu_check.md`) names the GPU and versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib.metadata
+import json
+import math
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from supersede_lib.episode import Episode
+from supersede_lib.models.tiny import build_tiny_model
+from supersede_lib.rollout import BoundedMemoryRollout
+from supersede_lib.train.config import TrainingConfig
+
+CHECKS = ("unsloth", "unsloth_fp16", "transformers", "generation")
+PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "unsloth", "unsloth_zoo", "bitsandbytes")
+REPORT_JSON = "gpu_check.json"
+REPORT_MD = "gpu_check.md"
+
+
+@dataclasses.dataclass
+class CheckResult:
+    """One check's outcome; `detail` holds what was measured, `error` the failure (None when it passed)."""
+
+    name: str
+    ok: bool
+    seconds: float
+    detail: dict[str, Any]
+    error: str | None = None
+
+
+def reply_hash_reward(episode: Episode, rollout: BoundedMemoryRollout) -> float:
+    """A stand-in reward for the tiny model's noise replies: a deterministic spread in [0, 1)."""
+    return (sum(map(ord, rollout.answer or "")) % 7) / 7.0
+
+
+def environment() -> dict[str, Any]:
+    """The device and the versions of the packages the GPU path uses (None where one is missing)."""
+    import torch
+
+    report: dict[str, Any] = {"cuda": torch.cuda.is_available()}
+    if report["cuda"]:
+        report["device"] = torch.cuda.get_device_name(0)
+        report["capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
+        report["bf16_units"] = torch.cuda.is_bf16_supported(including_emulation=False)
+        report["torch_cuda"] = torch.version.cuda
+    for package in PACKAGES:
+        try:
+            report[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            report[package] = None
+    return report
+
+
+@contextlib.contextmanager
+def without_bf16_units() -> Iterator[None]:
+    """Make torch report what it reports on a T4: bf16 only by emulation."""
+    import torch
+
+    original = torch.cuda.is_bf16_supported
+    torch.cuda.is_bf16_supported = lambda including_emulation=True: bool(including_emulation)
+    try:
+        yield
+    finally:
+        torch.cuda.is_bf16_supported = original
+
+
+def tensor_dtypes(path: Path) -> set[str]:
+    """The dtypes of the tensors in a safetensors file."""
+    from safetensors.torch import load_file
+
+    return {str(tensor.dtype) for tensor in load_file(str(path)).values()}
+
+
+def lora_b_is_zero(path: Path) -> bool:
+    """True when every LoRA B matrix in an adapter file is still all zeros (the adapter never moved)."""
+    from safetensors.torch import load_file
+
+    weights = load_file(str(path))
+    return all(not tensor.any() for key, tensor in weights.items() if "lora_B" in key)
+
+
+def optimizer_moment_dtypes(checkpoint: Path) -> set[str]:
+    """The dtypes of the Adam moments saved in a Trainer checkpoint's optimizer.pt."""
+    import torch
+
+    state = torch.load(checkpoint / "optimizer.pt", map_location="cpu", weights_only=False)["state"]
+    return {str(tensor.dtype) for moments in state.values() for tensor in moments.values() if tensor.dim()}
+
+
+def training_config(model_path: Path, output_dir: Path, **changes: Any) -> TrainingConfig:
+    """The smoke preset on the tiny model: 2 steps, KL measured every step (the adapter-off pass)."""
+    settings: dict[str, Any] = dict(
+        model_name_or_path=str(model_path),
+        output_dir=str(output_dir),
+        max_steps=2,
+        save_steps=2,
+        kl_log_every=1,
+        max_completion_length=12,
+        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
+        cpu_threads=None,
+    )
+    settings.update(changes)
+    return TrainingConfig.preset("smoke", **settings)
+
+
+def check_training(config: TrainingConfig) -> dict[str, Any]:
+    """Train `config` for its steps and return what the run wrote; raises AssertionError when it is wrong."""
+    from supersede_lib.train.run import load_metrics, mixed_precision, train
+
+    result = train(config, seed=0, scorer=reply_hash_reward, resume=False)
+    losses = [float(value) for value in load_metrics(result.metrics_path)["loss"].dropna()]
+    step, checkpoint = result.checkpoints[-1]
+    adapter = checkpoint / "adapter_model.safetensors"
+    detail = {
+        "device": result.device,
+        "precision": mixed_precision(),
+        "final_step": result.final_step,
+        "seconds_per_step": round(result.seconds_per_step, 2),
+        "losses": losses,
+        "adapter_dtypes": sorted(tensor_dtypes(adapter)),
+        "optimizer_moment_dtypes": sorted(optimizer_moment_dtypes(checkpoint)),
+        "adapter_moved": not lora_b_is_zero(adapter),
+        "checkpoint": str(checkpoint),
+    }
+    problems = []
+    if result.final_step != config.max_steps or step != config.max_steps:
+        problems.append(f"stopped at step {result.final_step} (checkpoint {step}), not {config.max_steps}")
+    if not losses or not all(math.isfinite(loss) for loss in losses):
+        problems.append(f"losses not all finite: {losses}")
+    if detail["adapter_dtypes"] != ["torch.float32"]:
+        problems.append(f"adapter saved as {detail['adapter_dtypes']}, not float32")
+    if detail["optimizer_moment_dtypes"] != ["torch.float32"]:
+        problems.append(f"optimizer moments are {detail['optimizer_moment_dtypes']}, not float32")
+    if not detail["adapter_moved"]:
+        problems.append("every LoRA B matrix is still zero: the adapter never moved")
+    if problems:
+        raise AssertionError("; ".join(problems) + f" ({json.dumps(detail, default=str)})")
+    return detail
+
+
+def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, Any]:
+    """The adapter's greedy replies on `device`, with and without the prompt-prefix cache: must match."""
+    from supersede_lib import prompts
+    from supersede_lib.models.hf import HFChatModel
+
+    conversations = [
+        [{"role": "system", "content": prompts.ANSWER_SYSTEM}, {"role": "user", "content": question}]
+        for question in ("Where do I live now?", "What is my dog called?")
+    ]
+    replies = {}
+    for cached in (False, True):
+        model = HFChatModel(str(model_path), adapter_path=str(adapter), device=device, prefix_cache=cached)
+        replies[cached] = [model.chat(messages, max_tokens=12).text for messages in conversations]
+        model.close()
+    if replies[True] != replies[False]:
+        raise AssertionError(f"prefix-cache replies differ: {replies[True]} vs {replies[False]}")
+    return {"device": device, "replies": replies[False]}
+
+
+def _timed(name: str, check: Callable[[], dict[str, Any]]) -> CheckResult:
+    started = time.perf_counter()
+    try:
+        detail = check()
+        return CheckResult(name, True, round(time.perf_counter() - started, 1), detail)
+    except Exception as error:  # noqa: BLE001 - every failure is reported, and the other checks still run
+        message = f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-6)}"
+        return CheckResult(name, False, round(time.perf_counter() - started, 1), {}, message)
+
+
+def run_checks(work_dir: Path, checks: Sequence[str] = CHECKS) -> list[CheckResult]:
+    """Run `checks` in order under `work_dir`; `generation` uses the last trained adapter."""
+    import torch
+
+    import supersede_lib.train.grpo  # noqa: F401 - TRL's GRPOTrainer before Unsloth patches it (run.build_trainer)
+
+    unknown = set(checks) - set(CHECKS)
+    if unknown:
+        raise ValueError(f"unknown checks {sorted(unknown)}; expected some of {CHECKS}")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model_path = build_tiny_model(work_dir / "tiny")
+    trainings = {
+        "unsloth": (dict(use_unsloth=True), contextlib.nullcontext),
+        "unsloth_fp16": (dict(use_unsloth=True), without_bf16_units),
+        "transformers": (dict(use_unsloth=False, share_prompt_prefix=True), contextlib.nullcontext),
+    }
+    results: list[CheckResult] = []
+    adapter: Path | None = None
+    for name in checks:
+        if name == "generation":
+            trained = adapter
+            if trained is None:
+                results.append(CheckResult(name, False, 0.0, {}, "no training check passed: no adapter"))
+                continue
+            results.append(
+                _timed(name, lambda adapter=trained: check_generation(model_path, adapter, device))
+            )
+            continue
+        changes, context = trainings[name]
+        config = training_config(model_path, work_dir / name, **changes)
+
+        def one_training(config: TrainingConfig = config, context: Callable = context) -> dict[str, Any]:
+            with context():
+                return check_training(config)
+
+        result = _timed(name, one_training)
+        if result.ok:  # a temporary folder: used by `generation`, not reported
+            adapter = Path(result.detail.pop("checkpoint"))
+        results.append(result)
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return results
+
+
+def write_report(results: Sequence[CheckResult], environment_report: dict[str, Any], out_dir: Path) -> Path:
+    """`gpu_check.json` (everything) and `gpu_check.md` (a table) under `out_dir`; returns the table's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record = {"environment": environment_report, "checks": [dataclasses.asdict(r) for r in results]}
+    (out_dir / REPORT_JSON).write_text(json.dumps(record, indent=2, default=str) + "\n")
+    versions = ", ".join(f"{name} {environment_report.get(name)}" for name in PACKAGES)
+    lines = [
+        f"GPU check on {environment_report.get('device', 'no CUDA device')} "
+        f"(compute capability {environment_report.get('capability', '-')}, "
+        f"bf16 units: {environment_report.get('bf16_units', '-')}); {versions}.",
+        "",
+        "| check | ok | seconds | what was seen |",
+        "| --- | --- | --- | --- |",
+    ]
+    for result in results:
+        if result.ok and "losses" in result.detail:
+            seen = (
+                f"{result.detail['device']}; precision {result.detail['precision']}; "
+                f"{result.detail['final_step']} steps, {result.detail['seconds_per_step']} s/step; "
+                f"adapter {'/'.join(result.detail['adapter_dtypes'])}, "
+                f"Adam moments {'/'.join(result.detail['optimizer_moment_dtypes'])}"
+            )
+        elif result.ok:
+            seen = f"greedy replies on {result.detail['device']} match with and without the prefix cache"
+        else:
+            seen = (result.error or "").splitlines()[0].replace("|", "/")[:300]
+        lines.append(f"| {result.name} | {'yes' if result.ok else 'NO'} | {result.seconds} | {seen} |")
+    path = out_dir / REPORT_MD
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m supersede_lib.train.gpu_check", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("outputs/gpu_check"), help="where the report goes")
+    parser.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS)
+    parser.add_argument(
+        "--allow-cpu", action="store_true", help="run without CUDA (tests; no Unsloth checks)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the tiny model and runs (printed path)")
+    args = parser.parse_args(argv)
+    report = environment()
+    if not report["cuda"] and not args.allow_cpu:
+        parser.error(
+            "no CUDA GPU is visible to torch; this checks the GPU training path (see docs/training.md)"
+        )
+    work_dir = Path(tempfile.mkdtemp(prefix="supersede-gpu-check-"))
+    try:
+        results = run_checks(work_dir, args.checks)
+    finally:
+        if args.keep:
+            print(f"runs kept in {work_dir}")
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
+    table = write_report(results, report, args.out)
+    print(table.read_text())
+    for result in results:
+        if not result.ok:
+            print(f"--- {result.name} failed:\n{result.error}")
+    return 0 if all(result.ok for result in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
