@@ -30,7 +30,9 @@ def test_on_a_cpu_it_refuses_without_allow_cpu(monkeypatch: pytest.MonkeyPatch, 
 
 def test_plain_training_and_generation_checks_pass_and_are_reported(tmp_path: Path) -> None:
     out = tmp_path / "report"
-    code = gpu_check.main(["--allow-cpu", "--checks", "transformers", "generation", "--out", str(out)])
+    code = gpu_check.main(
+        ["--allow-cpu", "--checks", "transformers", "transformers_prefix", "generation", "--out", str(out)]
+    )
     record = json.loads((out / gpu_check.REPORT_JSON).read_text())
     checks = {check["name"]: check for check in record["checks"]}
     assert code == 0, record

@@ -224,3 +224,17 @@ def test_prompt_prefix_cache_skips_prompts_without_a_reusable_prefix(tiny_path: 
     ids = reusing.tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, return_dict=True)
     # a prefix whose tokens do not begin the prompt is not used
     assert reusing.prefix_cache.prefix_ids(reusing.tokenizer, MESSAGES, [0, *ids["input_ids"]]) == []
+
+
+def test_after_unsloth_is_imported_a_cuda_model_is_refused_with_where_to_evaluate(
+    tiny_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsloth patches transformers' model classes on import; a plain model then fails inside its
+    inference path (seen on a GPU), so HFChatModel says where to evaluate instead."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "unsloth", types.ModuleType("unsloth"))
+    with pytest.raises(RuntimeError, match="fresh process or kernel"):
+        HFChatModel(str(tiny_path), device="cuda")
+    HFChatModel(str(tiny_path), device="cpu")  # no GPU, no Unsloth patches in the way

@@ -255,3 +255,27 @@ def test_generation_with_the_shared_prefix_matches_trls(
     assert len(calls) == 1 and calls[0] >= 64
     assert replies[True] == replies[False]
     assert all(0 < len(reply) <= 8 for reply in replies[True])
+
+
+def test_gradient_checkpointing_turns_the_shared_prefix_off(tiny_model_path: Path, tmp_path: Path) -> None:
+    """Checkpointed layers drop every cache in training mode (seen on a GPU: the prefix forward returned
+    none), so a run with both trains without the prefix, and the trainer refuses to be built with both."""
+    trainer = _fp32_tiny_trainer(
+        tiny_model_path, tmp_path / "run", share_prompt_prefix=True, gradient_checkpointing=True, max_steps=1
+    )
+    assert trainer.args.gradient_checkpointing and not trainer.share_prompt_prefix
+    trainer.train()  # the plain path: no prefix forward to come back empty
+    assert trainer.state.global_step == 1
+    with pytest.raises(ValueError, match="gradient checkpointing"):
+        grpo.SupersedeGRPOTrainer(
+            model=trainer.model,
+            reward_funcs=trainer.reward_funcs,
+            args=trainer.args,
+            train_dataset=trainer.train_dataset,
+            processing_class=trainer.processing_class,
+            episode_source=trainer.episode_source,
+            scorer=trainer.scorer,
+            curriculum=trainer.curriculum,
+            zero_advantage_stop=trainer.zero_advantage_stop,
+            share_prompt_prefix=True,
+        )

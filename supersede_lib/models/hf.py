@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -256,6 +257,17 @@ class PromptPrefixCache:
         return copy.deepcopy(self._entries[key])
 
 
+def refuse_after_unsloth(device: str) -> None:
+    """Raise when Unsloth is loaded in this process: it replaces the forward of transformers' model
+    classes, and a model loaded by plain transformers then fails inside Unsloth's inference path
+    (seen on an H200: `'Qwen2ForCausalLM' object has no attribute 'max_seq_length'`)."""
+    if device.startswith("cuda") and "unsloth" in sys.modules:
+        raise RuntimeError(
+            "Unsloth is loaded in this process (GRPO training imported it) and has patched transformers' "
+            "models, so HFChatModel cannot generate here: evaluate in a fresh process or kernel (notebook 07)"
+        )
+
+
 class HFChatModel:
     """A transformers chat model (+ optional LoRA adapter) implementing `ChatModel`.
 
@@ -284,6 +296,7 @@ class HFChatModel:
         self.model_name_or_path = str(model_name_or_path)
         self.adapter_path = str(adapter_path) if adapter_path is not None else None
         self.device = device or default_device()
+        refuse_after_unsloth(self.device)
         self.max_new_tokens_default = max_new_tokens_default
         model, tokenizer = load_model_and_tokenizer(model_name_or_path, gguf_file, self.device, dtype)
         if self.adapter_path is not None:

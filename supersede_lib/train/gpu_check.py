@@ -8,9 +8,11 @@ Each check trains the tiny random Qwen2 (`models.tiny`, built offline) for two G
 - `unsloth`: Unsloth's 4-bit loading and LoRA, in the precision `run.mixed_precision` picks here;
 - `unsloth_fp16`: the same as on a GPU without bf16 units (T4, V100): torch is told bf16 is missing,
   so Unsloth loads fp16 and the Trainer scales the loss;
-- `transformers`: plain transformers + PEFT on CUDA (no Unsloth), with the shared prompt prefix;
-- `generation`: the trained adapter answers through `HFChatModel` on CUDA, greedy replies the same
-  with and without the prompt-prefix cache.
+- `transformers`: plain transformers + PEFT on CUDA (no Unsloth), gradient checkpointing on;
+- `transformers_prefix`: the same without checkpointing, with the shared prompt prefix;
+- `generation`: the last trained adapter answers through `HFChatModel` on CUDA in a fresh process
+  (as notebook 07 evaluates; Unsloth, once imported, patches transformers' models), greedy replies
+  the same with and without the prompt-prefix cache.
 
 A training check passes when both steps ran with a finite loss, the adapter moved (its LoRA B
 matrices start at zero) and the adapter weights and the optimizer's moments are float32 (bf16
@@ -40,7 +42,7 @@ from supersede_lib.models.tiny import build_tiny_model
 from supersede_lib.rollout import BoundedMemoryRollout
 from supersede_lib.train.config import TrainingConfig
 
-CHECKS = ("unsloth", "unsloth_fp16", "transformers", "generation")
+CHECKS = ("unsloth", "unsloth_fp16", "transformers", "transformers_prefix", "generation")
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "unsloth", "unsloth_zoo", "bitsandbytes")
 REPORT_JSON = "gpu_check.json"
 REPORT_MD = "gpu_check.md"
@@ -134,7 +136,9 @@ def training_config(model_path: Path, output_dir: Path, **changes: Any) -> Train
 
 def check_training(config: TrainingConfig) -> dict[str, Any]:
     """Train `config` for its steps and return what the run wrote; raises AssertionError when it is wrong."""
-    from supersede_lib.train.run import load_metrics, mixed_precision, train
+    import torch
+
+    from supersede_lib.train.run import cpu_base_dtype, load_metrics, mixed_precision, train
 
     result = train(config, seed=0, scorer=reply_hash_reward, resume=False)
     losses = [float(value) for value in load_metrics(result.metrics_path)["loss"].dropna()]
@@ -142,7 +146,7 @@ def check_training(config: TrainingConfig) -> dict[str, Any]:
     adapter = checkpoint / "adapter_model.safetensors"
     detail = {
         "device": result.device,
-        "precision": mixed_precision(),
+        "precision": mixed_precision(None if torch.cuda.is_available() else cpu_base_dtype(config)),
         "final_step": result.final_step,
         "seconds_per_step": round(result.seconds_per_step, 2),
         "losses": losses,
@@ -186,6 +190,14 @@ def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, 
     return {"device": device, "replies": replies[False]}
 
 
+def in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """`function(*args)` in a spawned Python process: one that has not imported Unsloth."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
 def _timed(name: str, check: Callable[[], dict[str, Any]]) -> CheckResult:
     started = time.perf_counter()
     try:
@@ -210,7 +222,11 @@ def run_checks(work_dir: Path, checks: Sequence[str] = CHECKS) -> list[CheckResu
     trainings = {
         "unsloth": (dict(use_unsloth=True), contextlib.nullcontext),
         "unsloth_fp16": (dict(use_unsloth=True), without_bf16_units),
-        "transformers": (dict(use_unsloth=False, share_prompt_prefix=True), contextlib.nullcontext),
+        "transformers": (dict(use_unsloth=False), contextlib.nullcontext),
+        "transformers_prefix": (
+            dict(use_unsloth=False, gradient_checkpointing=False, share_prompt_prefix=True),
+            contextlib.nullcontext,
+        ),
     }
     results: list[CheckResult] = []
     adapter: Path | None = None
@@ -221,7 +237,10 @@ def run_checks(work_dir: Path, checks: Sequence[str] = CHECKS) -> list[CheckResu
                 results.append(CheckResult(name, False, 0.0, {}, "no training check passed: no adapter"))
                 continue
             results.append(
-                _timed(name, lambda adapter=trained: check_generation(model_path, adapter, device))
+                _timed(
+                    name,
+                    lambda adapter=trained: in_fresh_process(check_generation, model_path, adapter, device),
+                )
             )
             continue
         changes, context = trainings[name]

@@ -415,7 +415,10 @@ def build_trainer(
         kl_log_every=config.kl_log_every,
         skip_zero_advantage_rows=config.skip_zero_advantage_rows,
         log_rollouts=config.log_rollouts,
-        share_prompt_prefix=config.share_prompt_prefix and not uses_unsloth(config),
+        # not under Unsloth (its own attention) nor gradient checkpointing (which drops the prefix cache)
+        share_prompt_prefix=config.share_prompt_prefix
+        and not uses_unsloth(config)
+        and not gradient_checkpointing,
     )
     return trainer
 

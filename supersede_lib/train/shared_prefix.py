@@ -116,6 +116,8 @@ def remainder_batch(
 def _prefill(model: Any, prefix: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Each layer's keys and values of `prefix` (one row), with gradient when it is enabled."""
     cache = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
+    if cache is None:  # gradient checkpointing in training mode turns use_cache off
+        raise RuntimeError("no keys and values came back for the shared prefix (gradient checkpointing on?)")
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
