@@ -68,3 +68,22 @@ def test_lora_b_and_dtype_readers(tmp_path: Path) -> None:
     assert gpu_check.lora_b_is_zero(path) and gpu_check.tensor_dtypes(path) == {"torch.float32"}
     save_file({"x.lora_B.weight": torch.full((2, 2), 0.5, dtype=torch.bfloat16)}, str(path))
     assert not gpu_check.lora_b_is_zero(path) and gpu_check.tensor_dtypes(path) == {"torch.bfloat16"}
+
+
+def test_the_logit_check_catches_a_prefix_cache_that_lost_the_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import DynamicCache
+
+    from supersede_lib import prompts
+    from supersede_lib.models.hf import HFChatModel, PromptPrefixCache
+    from supersede_lib.models.tiny import build_tiny_model
+
+    model = HFChatModel(str(build_tiny_model(tmp_path / "tiny")), device="cpu")
+    messages = [
+        {"role": "system", "content": prompts.ANSWER_SYSTEM},
+        {"role": "user", "content": "Where do I live now?"},
+    ]
+    assert gpu_check.prefix_logit_gap(model, messages) < gpu_check.MAX_LOGIT_GAP
+    monkeypatch.setattr(PromptPrefixCache, "cache_for", lambda self, network, prefix: DynamicCache())
+    assert gpu_check.prefix_logit_gap(model, messages) > gpu_check.MAX_LOGIT_GAP

@@ -171,8 +171,37 @@ def check_training(config: TrainingConfig) -> dict[str, Any]:
     return detail
 
 
+MAX_LOGIT_GAP = 0.02  # |whole - cached| / |whole| of next-token logits; bf16 sums in another order
+
+
+def prefix_logit_gap(model: Any, messages: list[dict[str, str]]) -> float:
+    """Relative gap between the next-token logits of a whole-prompt prefill and of the same prompt
+    continued from its cached prefix (`PromptPrefixCache`, what `prefix_cache=True` generates from)."""
+    import torch
+
+    from supersede_lib.models.hf import PromptPrefixCache
+
+    tokenizer, network = model.tokenizer, model.model
+    ids = list(
+        tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"]
+    )
+    cache = PromptPrefixCache()
+    prefix = cache.prefix_ids(tokenizer, messages, ids)
+    if not prefix:
+        raise AssertionError("the conversation has no reusable prefix")
+    with torch.no_grad():
+        whole = network(input_ids=torch.tensor([ids], device=network.device)).logits[0, -1].float()
+        rest = torch.tensor([ids[len(prefix) :]], device=network.device)
+        continued = (
+            network(input_ids=rest, past_key_values=cache.cache_for(network, prefix)).logits[0, -1].float()
+        )
+    return float((whole - continued).norm() / whole.norm())
+
+
 def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, Any]:
-    """The adapter's greedy replies on `device`, with and without the prompt-prefix cache: must match."""
+    """The adapter on `device`: the prefix-cached logits match a whole prefill, and greedy replies
+    match with and without the cache (the tiny model's greedy reply is often its end token at once,
+    so the logits are the check that can fail)."""
     from supersede_lib import prompts
     from supersede_lib.models.hf import HFChatModel
 
@@ -180,14 +209,23 @@ def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, 
         [{"role": "system", "content": prompts.ANSWER_SYSTEM}, {"role": "user", "content": question}]
         for question in ("Where do I live now?", "What is my dog called?")
     ]
-    replies = {}
+    replies, tokens, gaps = {}, [], []
     for cached in (False, True):
         model = HFChatModel(str(model_path), adapter_path=str(adapter), device=device, prefix_cache=cached)
-        replies[cached] = [model.chat(messages, max_tokens=12).text for messages in conversations]
+        results = [model.chat(messages, max_tokens=12) for messages in conversations]
+        replies[cached] = [result.text for result in results]
+        if not cached:
+            tokens = [result.completion_tokens for result in results]
+            gaps = [prefix_logit_gap(model, messages) for messages in conversations]
         model.close()
+    detail = {"device": device, "replies": replies[False], "reply_tokens": tokens, "logit_gaps": gaps}
+    if max(gaps) > MAX_LOGIT_GAP:
+        raise AssertionError(
+            f"prefix-cached logits differ from a whole prefill by {max(gaps):.3g} ({detail})"
+        )
     if replies[True] != replies[False]:
         raise AssertionError(f"prefix-cache replies differ: {replies[True]} vs {replies[False]}")
-    return {"device": device, "replies": replies[False]}
+    return detail
 
 
 def in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
@@ -282,7 +320,11 @@ def write_report(results: Sequence[CheckResult], environment_report: dict[str, A
                 f"Adam moments {'/'.join(result.detail['optimizer_moment_dtypes'])}"
             )
         elif result.ok:
-            seen = f"greedy replies on {result.detail['device']} match with and without the prefix cache"
+            seen = (
+                f"on {result.detail['device']}: prefix-cached next-token logits within "
+                f"{max(result.detail['logit_gaps']):.1e} of a whole prefill (relative); greedy replies "
+                f"({result.detail['reply_tokens']} tokens) match with and without the cache"
+            )
         else:
             seen = (result.error or "").splitlines()[0].replace("|", "/")[:300]
         lines.append(f"| {result.name} | {'yes' if result.ok else 'NO'} | {result.seconds} | {seen} |")
