@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 REPRODUCE_ARGS ?=  # e.g. --live (make every model call again), --only 02,03
 BENCH_ARGS ?=
 
-.PHONY: setup test lint bench reproduce report clean-outputs gpu-resolve
+.PHONY: setup test lint bench reproduce report clean-outputs gpu-resolve gpu-check
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ reproduce: setup  ## execute notebooks 01-07 with papermill for PROFILE
 
 report: setup  ## write outputs/$(PROFILE)/REPORT.md from the results on disk
 	$(PY) -m supersede_lib.studies.report --profile $(PROFILE)
+
+# gpu-check: on a CUDA machine, in the Python that requirements-gpu.txt was installed into (not .venv):
+# two GRPO steps of the tiny model with Unsloth (bf16, and fp16 as on a T4) and with plain PEFT, then
+# the adapter's generation; ~2 minutes, report in outputs/gpu_check/.
+gpu-check:  ## check the GPU training path on this machine's CUDA GPU (PYTHON=the platform's python)
+	$(PYTHON) -m supersede_lib.train.gpu_check --out outputs/gpu_check
 
 # gpu-resolve: pip's resolver on requirements-gpu.txt for cp311 and cp312 manylinux x86_64, as on
 # Colab/Kaggle (downloads large wheels: not part of `make test`). TORCH_SPEC stands in for the torch

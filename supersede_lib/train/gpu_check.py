@@ -246,26 +246,34 @@ def _timed(name: str, check: Callable[[], dict[str, Any]]) -> CheckResult:
         return CheckResult(name, False, round(time.perf_counter() - started, 1), {}, message)
 
 
-def run_checks(work_dir: Path, checks: Sequence[str] = CHECKS) -> list[CheckResult]:
-    """Run `checks` in order under `work_dir`; `generation` uses the last trained adapter."""
-    import torch
+# each training check: the config's changes to `training_config`, and whether torch is told bf16 is missing
+TRAININGS: dict[str, tuple[dict[str, Any], bool]] = {
+    "unsloth": (dict(use_unsloth=True), False),
+    "unsloth_fp16": (dict(use_unsloth=True), True),
+    "transformers": (dict(use_unsloth=False), False),
+    "transformers_prefix": (
+        dict(use_unsloth=False, gradient_checkpointing=False, share_prompt_prefix=True),
+        False,
+    ),
+}
 
-    import supersede_lib.train.grpo  # noqa: F401 - TRL's GRPOTrainer before Unsloth patches it (run.build_trainer)
+
+def train_and_check(config: TrainingConfig, as_on_a_t4: bool) -> dict[str, Any]:
+    """`check_training(config)`, with torch reporting no bf16 units when `as_on_a_t4`."""
+    with without_bf16_units() if as_on_a_t4 else contextlib.nullcontext():
+        return check_training(config)
+
+
+def run_checks(work_dir: Path, checks: Sequence[str] = CHECKS) -> list[CheckResult]:
+    """Run `checks` in order under `work_dir`, each in a fresh process (Unsloth, once imported, patches
+    transformers' model classes for the rest of a process); `generation` uses the last trained adapter."""
+    import torch
 
     unknown = set(checks) - set(CHECKS)
     if unknown:
         raise ValueError(f"unknown checks {sorted(unknown)}; expected some of {CHECKS}")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model_path = build_tiny_model(work_dir / "tiny")
-    trainings = {
-        "unsloth": (dict(use_unsloth=True), contextlib.nullcontext),
-        "unsloth_fp16": (dict(use_unsloth=True), without_bf16_units),
-        "transformers": (dict(use_unsloth=False), contextlib.nullcontext),
-        "transformers_prefix": (
-            dict(use_unsloth=False, gradient_checkpointing=False, share_prompt_prefix=True),
-            contextlib.nullcontext,
-        ),
-    }
     results: list[CheckResult] = []
     adapter: Path | None = None
     for name in checks:
@@ -281,19 +289,14 @@ def run_checks(work_dir: Path, checks: Sequence[str] = CHECKS) -> list[CheckResu
                 )
             )
             continue
-        changes, context = trainings[name]
+        changes, as_on_a_t4 = TRAININGS[name]
         config = training_config(model_path, work_dir / name, **changes)
-
-        def one_training(config: TrainingConfig = config, context: Callable = context) -> dict[str, Any]:
-            with context():
-                return check_training(config)
-
-        result = _timed(name, one_training)
+        result = _timed(
+            name, lambda config=config, t4=as_on_a_t4: in_fresh_process(train_and_check, config, t4)
+        )
         if result.ok:  # a temporary folder: used by `generation`, not reported
             adapter = Path(result.detail.pop("checkpoint"))
         results.append(result)
-        if device == "cuda":
-            torch.cuda.empty_cache()
     return results
 
 
@@ -347,9 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             "no CUDA GPU is visible to torch; this checks the GPU training path (see docs/training.md)"
         )
+    checks = (
+        args.checks if report["cuda"] else [name for name in args.checks if not name.startswith("unsloth")]
+    )
     work_dir = Path(tempfile.mkdtemp(prefix="supersede-gpu-check-"))
     try:
-        results = run_checks(work_dir, args.checks)
+        results = run_checks(work_dir, checks)
     finally:
         if args.keep:
             print(f"runs kept in {work_dir}")
