@@ -278,7 +278,9 @@ def training_notebook() -> nbformat.NotebookNode:
         "carries that trajectory's group-relative advantage. On a CUDA GPU the model is loaded in 4 bit and "
         "LoRA-patched by Unsloth; on a CPU by transformers + PEFT. A run stops by itself after 10 consecutive "
         "zero-advantage batches (the paper's stop at step 174), saves adapters every `save_steps`, and resumes "
-        "from its last checkpoint when this notebook is run again. See `docs/training.md` for the design.",
+        "from its last checkpoint when this notebook is run again. See `docs/training.md` for the design. "
+        "On a GPU, `!python -m supersede_lib.train.gpu_check` first checks the training path in ~3 minutes "
+        "(Unsloth in bf16 and fp16, plain PEFT, fp32 adapters; report in `outputs/gpu_check/`).",
         [
             new_markdown_cell(
                 "One run per reward, curriculum and seed of the profile's `training:` block: `fixed` is the "
