@@ -400,7 +400,8 @@ def _step_of(label: str) -> int:
 def proof_figure(
     rollouts: pd.DataFrame, heldout: pd.DataFrame, other_engine: pd.DataFrame | None = None
 ) -> Any:
-    """Left: training success per step (Wilson 95% per step); right: held-out accuracy per checkpoint.
+    """Left: training success per step, each arm's seeds pooled (Wilson 95% per step); right: held-out
+    accuracy per checkpoint, one line per run.
 
     Runs judged only by the prompt-prefix engine (`other_engine`, its own base) are drawn dashed."""
     import matplotlib.pyplot as plt
@@ -410,24 +411,39 @@ def proof_figure(
     from supersede_lib.eval.stats import wilson_interval
 
     sns.set_theme(style="whitegrid")
-    figure, (train_ax, held_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    figure, (train_ax, held_ax) = plt.subplots(1, 2, figsize=(13, 4.5))
     runs = sorted(rollouts["run"].unique())
     colors = dict(
         zip(runs, sns.color_palette("husl" if len(runs) > 10 else "colorblind", len(runs)), strict=True)
     )
-    for run, frame in rollouts.groupby("run"):
+    arms = rollouts["run"].str.split("__seed-").str[0]
+    arm_colors = dict(zip(sorted(arms.unique()), sns.color_palette("colorblind"), strict=False))
+    for arm, frame in rollouts.groupby(arms):
         per_step = frame.groupby("step")["success"].agg(["sum", "count"]).reset_index()
         bounds = [
             wilson_interval(int(s), int(n)) for s, n in zip(per_step["sum"], per_step["count"], strict=True)
         ]
-        rate = per_step["sum"] / per_step["count"]
-        train_ax.plot(per_step["step"], rate, marker=".", color=colors[run], label=run)
-        train_ax.fill_between(
-            per_step["step"], [b[0] for b in bounds], [b[1] for b in bounds], color=colors[run], alpha=0.12
+        seeds = frame["run"].nunique()
+        label = (
+            f"{arm} ({seeds} seed{'s' if seeds != 1 else ''}, {int(per_step['count'].max())} rollouts/step)"
         )
-    train_ax.set(xlabel="GRPO step", ylabel="training rollouts correct (8 per step)", ylim=(-0.02, 1.02))
-    train_ax.set_title("Training success per step (Wilson 95%)", fontsize=10)
-    train_ax.legend(fontsize=8)
+        train_ax.plot(
+            per_step["step"],
+            per_step["sum"] / per_step["count"],
+            marker=".",
+            color=arm_colors[arm],
+            label=label,
+        )
+        train_ax.fill_between(
+            per_step["step"],
+            [b[0] for b in bounds],
+            [b[1] for b in bounds],
+            color=arm_colors[arm],
+            alpha=0.15,
+        )
+    train_ax.set(xlabel="GRPO step", ylabel="training rollouts correct", ylim=(-0.02, 1.02))
+    train_ax.set_title("Training success per step, seeds pooled per arm (Wilson 95%)", fontsize=10)
+    train_ax.legend(fontsize=8, loc="upper left")
     for run, color in colors.items():
         table, style = heldout, "-"
         if not heldout["model"].str.startswith(f"{run}__").any() and other_engine is not None:
@@ -454,7 +470,7 @@ def proof_figure(
     held_ax.set(xlabel="checkpoint step (0 = base)", ylabel="held-out accuracy", ylim=(-0.02, 1.02))
     n = int(heldout.loc[heldout["model"] == "base", "n"].iloc[0])
     held_ax.set_title(f"Held-out, training distribution (n = {n}, greedy)", fontsize=10)
-    held_ax.legend(fontsize=8)
+    held_ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     for axis in (train_ax, held_ax):
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     figure.tight_layout()
