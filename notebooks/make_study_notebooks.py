@@ -320,6 +320,8 @@ def training_notebook() -> nbformat.NotebookNode:
                 "else:\n"
                 "    show(proof['trend'], cpu_proof.TABLE_TITLES['trend'])\n"
                 "    show_figure(proof_dir / 'cpu_proof.png')\n"
+                "if cpu_proof.NOTES_PAYOFF in proof:\n"
+                "    show(proof[cpu_proof.NOTES_PAYOFF], cpu_proof.TABLE_TITLES[cpu_proof.NOTES_PAYOFF])\n"
                 "if cpu_proof.COST in proof:\n"
                 "    show(proof[cpu_proof.COST], cpu_proof.TABLE_TITLES[cpu_proof.COST])"
             ),
@@ -375,7 +377,7 @@ def transfer_notebook() -> nbformat.NotebookNode:
                 "proof_dir = cpu_proof.committed_dir()\n"
                 "proof = cpu_proof.read_tables(proof_dir)\n"
                 "for which in cpu_proof.REPORT_TABLES:\n"
-                "    if which in ('trend', cpu_proof.COST):  # notebook 06 shows these\n"
+                "    if which in ('trend', cpu_proof.NOTES_PAYOFF, cpu_proof.COST):  # notebook 06 shows these\n"
                 "        continue\n"
                 "    if which in proof:\n"
                 "        show(proof[which], cpu_proof.TABLE_TITLES[which])\n"

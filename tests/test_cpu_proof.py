@@ -257,3 +257,19 @@ def test_the_markdown_tables_keep_small_p_values_readable() -> None:
     shown = cpu_proof._for_display(table)
     assert list(shown["accuracy"]) == [0.25, 0.491]
     assert shown["p_exact"].iloc[1] == 0.00022 and pd.isna(shown["p_exact"].iloc[0])
+
+
+def test_notes_payoff_compares_written_and_empty_notes_early_and_counts_empty_notes_late(
+    tmp_path: Path,
+) -> None:
+    _write_run(tmp_path, "sparse__seed-0", [1, 2, 1, 1, 2, 2, 6, 7])
+    rollouts = cpu_proof.read_rollouts(tmp_path)
+    rollouts.loc[
+        (rollouts["step"] == 1) & rollouts["notes_empty"], "reward"
+    ] = -1.0  # one step of punished guesses
+    payoff = cpu_proof.notes_payoff_table(rollouts).set_index("run").loc["sparse__seed-0"]
+    # first half = steps 1-4: 5 rollouts wrote notes (all correct), 27 left them empty (7 of them at -1)
+    assert (payoff["notes_written"], payoff["notes_empty"]) == (5, 27)
+    assert payoff["reward_notes_written"] == 1.0 and payoff["punished_share_written"] == 0.0
+    assert payoff["reward_notes_empty"] == pytest.approx(-7 / 27)
+    assert payoff["notes_empty_last_quarter"] == pytest.approx(3 / 16)  # steps 7-8: 13 of 16 wrote notes

@@ -50,10 +50,11 @@ PREFIX_CACHE_SUFFIX = "-prefix-cache"
 HELDOUT_NAME = "heldout"
 ENGINE_CHECK = "engine_check"
 COST = "cost"  # what each training run and evaluation took (minutes of one core)
+NOTES_PAYOFF = "notes_payoff"  # what writing notes earned against empty notes, and who ended with none
 # evaluation sets as judged by the faster engine (the runs replicated with the shared-prefix engine)
 PREFIX_CACHE_SETS = tuple(name + PREFIX_CACHE_SUFFIX for name in (*EVAL_SETS, LONGMEMEVAL))
 # every table the report may hold, in reading order
-REPORT_TABLES = ("trend", *EVAL_SETS, LONGMEMEVAL, *PREFIX_CACHE_SETS, ENGINE_CHECK, COST)
+REPORT_TABLES = ("trend", NOTES_PAYOFF, *EVAL_SETS, LONGMEMEVAL, *PREFIX_CACHE_SETS, ENGINE_CHECK, COST)
 
 
 def eval_spec(which: str, longmemeval_path: str | None = None) -> EpisodeSpec:
@@ -195,6 +196,33 @@ def trend_table(rollouts: pd.DataFrame) -> pd.DataFrame:
                 "rises": trend.last_rate > trend.first_rate and trend.p_one_sided < 0.05,
                 **_quarter_shares(frame, "stale"),
                 **_quarter_shares(frame, "notes_empty"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def notes_payoff_table(rollouts: pd.DataFrame) -> pd.DataFrame:
+    """Per run: in the first half of steps, the mean reward of rollouts that wrote notes and of those
+    that left them empty, and the share of note-writers punished (reward < 0, a stale answer under the
+    stale penalty); then the share of empty notes in the last quarter. A run whose notes earn no more
+    than empty notes early on has no gradient towards keeping them: that is where notes collapse."""
+    rows = []
+    for run, frame in rollouts.groupby("run", sort=True):
+        steps = sorted(frame["step"].unique())
+        early = frame[frame["step"].isin(steps[: len(steps) // 2])]
+        written, empty = early[~early["notes_empty"]], early[early["notes_empty"]]
+        _, last_steps = quarter_steps(frame["step"])
+        rows.append(
+            {
+                "run": run,
+                "seed": int(frame["seed"].iloc[0]),
+                "first_half_steps": len(steps) // 2,
+                "notes_written": len(written),
+                "reward_notes_written": written["reward"].mean() if len(written) else float("nan"),
+                "punished_share_written": (written["reward"] < 0).mean() if len(written) else float("nan"),
+                "notes_empty": len(empty),
+                "reward_notes_empty": empty["reward"].mean() if len(empty) else float("nan"),
+                "notes_empty_last_quarter": frame[frame["step"].isin(last_steps)]["notes_empty"].mean(),
             }
         )
     return pd.DataFrame(rows)
@@ -482,7 +510,7 @@ def write_report(directory: Path = PROOF_DIR) -> dict[str, pd.DataFrame]:
     from supersede_lib.present.plots import save_figure
 
     rollouts = read_rollouts(directory)
-    tables = {"trend": trend_table(rollouts)}
+    tables = {"trend": trend_table(rollouts), NOTES_PAYOFF: notes_payoff_table(rollouts)}
     for which in (*EVAL_SETS, LONGMEMEVAL, *PREFIX_CACHE_SETS):
         frames = evaluation_frames(which, directory)
         if "base" in frames:
@@ -539,6 +567,8 @@ def _spec_line(spec: EpisodeSpec) -> str:
 
 TABLE_TITLES = {
     "trend": "Training success, first vs last quarter of steps (one-sided: Fisher over rollouts; Mann-Whitney over steps)",
+    NOTES_PAYOFF: "What notes paid in the first half of training (mean reward with notes written vs empty; "
+    "share of note-writers punished below 0), and empty notes in the last quarter",
     "heldout": f"Held-out, training distribution ({_spec_line(HELDOUT)}; greedy, matcher, McNemar vs base)",
     "hard": f"Transfer to the harder set ({_spec_line(HARD)}; greedy, matcher, McNemar vs base)",
     LONGMEMEVAL: "Real LongMemEval knowledge-update records (local file; greedy, matcher)",
