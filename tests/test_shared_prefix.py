@@ -15,6 +15,7 @@ from supersede_lib.bench_train_prefix import window_gradient, with_advantages  #
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 from supersede_lib.train import grpo  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
+from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
 from supersede_lib.train.grpo import expand_to_turn_samples  # noqa: E402
 from supersede_lib.train.run import build_trainer  # noqa: E402
 from supersede_lib.train.shared_prefix import remainder_batch, shared_prefix_groups  # noqa: E402
@@ -81,10 +82,6 @@ def test_remainders_keep_completions_aligned_and_positions_contiguous() -> None:
 @pytest.fixture(scope="module")
 def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
-
-
-def _varied_scorer(episode, rollout) -> float:  # noqa: ANN001 - a TrajectoryScorer
-    return (sum(map(ord, rollout.answer or "")) % 7) / 7.0
 
 
 def _fp32_tiny_trainer(tiny_model_path: Path, output_dir: Path, **changes: object):  # noqa: ANN202

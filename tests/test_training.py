@@ -25,6 +25,7 @@ from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.curriculum import Curriculum  # noqa: E402
+from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
 from supersede_lib.train.grpo import (  # noqa: E402
     TrajectoryRecord,
     TurnTokens,
@@ -151,11 +152,6 @@ def _hand_episode(n_sessions: int, index: int = 0) -> Episode:
         gold_answers=(f"city{n_sessions - 1}",),
         superseded_values=tuple(f"city{k}" for k in range(n_sessions - 1)),
     )
-
-
-def _varied_scorer(episode: Episode, rollout: BoundedMemoryRollout) -> float:
-    """Deterministic but reply-dependent, so groups have reward spread (the rubric needs a real model)."""
-    return (sum(map(ord, rollout.answer or "")) % 7) / 7.0
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -444,9 +444,8 @@ def proof_figure(
     colors = dict(
         zip(runs, sns.color_palette("husl" if len(runs) > 10 else "colorblind", len(runs)), strict=True)
     )
-    arms = rollouts["run"].str.split("__seed-").str[0]
-    arm_colors = dict(zip(sorted(arms.unique()), sns.color_palette("colorblind"), strict=False))
-    for arm, frame in rollouts.groupby(arms):
+    arm_colors = dict(zip(sorted(rollouts["arm"].unique()), sns.color_palette("colorblind"), strict=False))
+    for arm, frame in rollouts.groupby("arm"):
         per_step = frame.groupby("step")["success"].agg(["sum", "count"]).reset_index()
         bounds = [
             wilson_interval(int(s), int(n)) for s, n in zip(per_step["sum"], per_step["count"], strict=True)

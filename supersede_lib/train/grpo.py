@@ -358,13 +358,12 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         share_prompt_prefix: bool = False,
         **kwargs: Any,
     ) -> None:
-        training_args = kwargs.get("args", args[2] if len(args) > 2 else None)
-        if share_prompt_prefix and getattr(training_args, "gradient_checkpointing", False):
+        super().__init__(*args, **kwargs)
+        if share_prompt_prefix and self.args.gradient_checkpointing:
             raise ValueError(
                 "share_prompt_prefix needs the prefix's keys and values, and gradient checkpointing "
                 "drops every cache in training mode: turn one of them off"
             )
-        super().__init__(*args, **kwargs)
         keep_trainable_parameters_fp32(self.model)  # before train() builds the optimizer over them
         self.episode_source = episode_source
         self.scorer = scorer
