@@ -5,10 +5,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= local
 PYTEST_ARGS ?=
-REPRODUCE_ARGS ?=  # e.g. --live (make every model call again), --only 02,03
+REPRODUCE_ARGS ?=  # e.g. --only 02,03; --live (every model call again); --record (regenerate the record on purpose)
 BENCH_ARGS ?=
 
-.PHONY: setup test lint bench reproduce report clean-outputs gpu-resolve gpu-check
+.PHONY: setup test lint bench reproduce verify report clean-outputs gpu-resolve gpu-check
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,11 @@ lint: setup  ## ruff
 bench: setup  ## speed, overhead and engine benchmarks (not part of `make test`); BENCH_ARGS=--quick for a short run
 	$(PY) -m supersede_lib.bench $(BENCH_ARGS)
 
-reproduce: setup  ## execute notebooks 01-07 with papermill for PROFILE
+reproduce: setup  ## notebooks 01-07 for PROFILE: replayed and checked when it has a committed record, else run
 	$(PY) -m supersede_lib.reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)
+
+verify: setup  ## replay PROFILE (default offline) into .replay/ and check every committed table and REPORT.md
+	$(PY) -m supersede_lib.reproduce --profile $(or $(VERIFY_PROFILE),offline) $(REPRODUCE_ARGS)
 
 report: setup  ## write outputs/$(PROFILE)/REPORT.md from the results on disk
 	$(PY) -m supersede_lib.studies.report --profile $(PROFILE)

@@ -1,7 +1,9 @@
-"""`python -m supersede_lib.reproduce --profile X [--only 01,02]`: run the notebooks headless, then the report.
+"""`python -m supersede_lib.reproduce --profile X [--only 01,02]`: replay or run the notebooks headless.
 
 Every notebook in notebooks/ runs in name order with papermill (kernel `python3`, parameter
-`profile=X`); executed copies land in outputs/<profile>/executed/. The run stops at the first
+`profile=X`). A profile with a committed record is replayed from its recorded replies into a
+scratch folder and checked table by table against the record (nothing tracked is rewritten); any
+other profile runs into outputs/<profile>/, executed copies in outputs/<profile>/executed/. The run stops at the first
 failing notebook and says which one, which error, and where its executed copy is. When the
 `local` profile cannot download LongMemEval, the message says to use PROFILE=offline.
 """
@@ -9,17 +11,32 @@ failing notebook and says which one, which error, and where its executed copy is
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from supersede_lib.eval.provenance import ALLOW_DIRTY_ENV, DirtyCheckoutError, check_clean_for_results
 from supersede_lib.eval.run_files import PORTABLE_ROOTS
-from supersede_lib.studies import profiles, report
+from supersede_lib.studies import profiles, record, report, verify
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
+REPLAY_ROOT = profiles.REPO_ROOT / ".replay"  # git-ignored scratch: where a replay writes
+OUTPUT_DIR_ENV = "SUPERSEDE_OUTPUT_DIR"
+MODES = ("replay", "run", "live", "record")
+MODES_HELP = """modes:
+  (default)  a profile with a committed record (outputs/<profile>/ in git) is REPLAYED: recorded
+             replies -> a scratch folder (.replay/); every committed table is compared with its
+             replay, one verdict printed, exit 1 if any differs. Tracked files stay untouched.
+             A profile without a record is RUN: results go to outputs/<profile>/, calls cached.
+  --live     make every model call again and write into outputs/ (needs a clean checkout).
+  --record   replay, then adopt the tables that changed into outputs/ keeping recorded live
+             measurements: regenerate the record on purpose after an intended change."""
 KERNEL_NAME = "python3"
 DATA_UNAVAILABLE_HINT = (
     "LongMemEval could not be loaded. Run the offline profile instead (synthetic data, no network): "
@@ -43,9 +60,13 @@ class NotebookFailed(RuntimeError):
 
 @dataclass
 class ReproduceRun:
-    """What ran, how long each took, and the report it produced."""
+    """What ran, how, how long each took, the verdict of a replay and the report it produced."""
 
     profile: str
+    mode: str = "replay"
+    output_root: Path = field(default_factory=lambda: profiles.OUTPUT_ROOT)
+    verdict: verify.Verdict | None = None
+    report_current: bool | None = None
     executed: list[Path] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     report: Path | None = None
@@ -65,8 +86,8 @@ def notebook_paths(only: Sequence[str] | None = None, notebooks_dir: Path = NOTE
     return paths
 
 
-def executed_dir(profile: str) -> Path:
-    path = profiles.OUTPUT_ROOT / profile / "executed"
+def executed_dir(profile: str, output_root: Path | None = None) -> Path:
+    path = (output_root or profiles.OUTPUT_ROOT) / profile / "executed"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -104,59 +125,186 @@ def reproduce(
     profile: str,
     only: Sequence[str] | None = None,
     *,
+    mode: str = "auto",
     notebooks_dir: Path = NOTEBOOK_DIR,
     kernel_name: str = KERNEL_NAME,
     write_report: bool = True,
+    replay_root: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> ReproduceRun:
-    """Execute the notebooks for `profile` in order, then write outputs/<profile>/REPORT.md."""
+    """Execute the notebooks for `profile` in order, as a replay, a live run or a recording.
+
+    `replay` runs from recorded replies into a scratch folder and compares every committed table with
+    its replay (`run.verdict`): tracked files stay untouched. `run` writes into outputs/ (cached calls
+    reused) and `live` also makes every model call again; both are refused from uncommitted code
+    unless allowed. `auto` replays a profile that has a committed record and runs any other.
+    `record` replays and then adopts what changed into outputs/, keeping the live measurements
+    already recorded: the way to regenerate the record on purpose after an intended change.
+    """
+    mode = default_mode(profile) if mode == "auto" else mode
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: expected auto or one of {', '.join(MODES)}")
     loaded = profiles.load_profile(profile)  # fail fast on an unknown profile
     paths = notebook_paths(only, notebooks_dir)
-    run = ReproduceRun(profile=profile)
-    target = executed_dir(profile)
-    started = time.perf_counter()
-    for index, notebook in enumerate(paths, start=1):
-        log(f"[{index}/{len(paths)}] {notebook.name} (profile {profile}) ...")
-        notebook_started = time.perf_counter()
-        output = execute_notebook(notebook, profile, target / notebook.name, kernel_name=kernel_name)
-        run.seconds[notebook.name] = time.perf_counter() - notebook_started
-        run.executed.append(output)
-        log(f"[{index}/{len(paths)}] {notebook.name} done in {run.seconds[notebook.name]:.1f} s -> {output}")
-        recorded = profiles.save_recorded_responses(loaded)  # after every notebook: a crash loses nothing
-        if recorded is not None:
-            log(f"recorded responses: {recorded} replies -> {loaded.recorded_responses}")
-    if write_report:
-        run.report = report.write_report(profile)
+    committed_root = profiles.OUTPUT_ROOT
+    if mode != "replay":
+        check_clean_for_results(committed_root / profile)
+    root = (
+        committed_root
+        if mode in ("run", "live")
+        else prepare_replay_tree(profile, replay_root or REPLAY_ROOT)
+    )
+    run = ReproduceRun(profile=profile, mode=mode, output_root=root)
+    started_wall, started = time.time(), time.perf_counter()
+    with _study_environment(root, live=mode == "live"):
+        _run_notebooks(run, loaded, paths, kernel_name, log)
+    if mode == "replay":
+        run.verdict = verify.compare_trees(profile, committed_root / profile, root / profile, started_wall)
+        run.report_current = report_is_current(profile, committed_root)
+        log(run.verdict.report())
+        log(_report_line(profile, run.report_current))
+    elif mode == "record":
+        run.verdict = verify.compare_trees(profile, committed_root / profile, root / profile, started_wall)
+        adopted = record.adopt_replay(run.verdict, root / profile, committed_root / profile)
+        log(
+            f"recorded: {len(adopted)} file(s) regenerated into {committed_root / profile} (live measurements kept)"
+        )
+    if write_report and mode != "replay":
+        run.report = report.write_report(profile, committed_root)
         log(f"report: {run.report}")
     run.total_s = time.perf_counter() - started
-    log(f"{len(paths)} notebook(s) for profile {profile} in {run.total_s:.1f} s")
+    log(f"{len(paths)} notebook(s) for profile {profile} ({mode}) in {run.total_s:.1f} s")
     return run
 
 
+def _run_notebooks(
+    run: ReproduceRun,
+    profile: profiles.Profile,
+    paths: list[Path],
+    kernel_name: str,
+    log: Callable[[str], None],
+) -> None:
+    """Execute each notebook in order; a live run saves the recorded replies after every notebook."""
+    target = executed_dir(profile.name, run.output_root)
+    for index, notebook in enumerate(paths, start=1):
+        log(f"[{index}/{len(paths)}] {notebook.name} (profile {profile.name}, {run.mode}) ...")
+        notebook_started = time.perf_counter()
+        output = execute_notebook(notebook, profile.name, target / notebook.name, kernel_name=kernel_name)
+        run.seconds[notebook.name] = time.perf_counter() - notebook_started
+        run.executed.append(output)
+        log(f"[{index}/{len(paths)}] {notebook.name} done in {run.seconds[notebook.name]:.1f} s -> {output}")
+        if run.mode in ("run", "live"):  # after every notebook: a crash loses nothing already paid for
+            recorded = profiles.save_recorded_responses(profile)
+            if recorded is not None:
+                log(f"recorded responses: {recorded} replies -> {profile.recorded_responses}")
+
+
+def default_mode(profile: str) -> str:
+    """`replay` when outputs/<profile>/ holds committed files (a record to check), else `run`."""
+    committed = subprocess.run(
+        ["git", "ls-files", "--", f"outputs/{profile}/"],
+        cwd=profiles.REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return "replay" if committed.strip() else "run"
+
+
+def prepare_replay_tree(profile: str, replay_root: Path) -> Path:
+    """A fresh scratch copy of outputs/<profile>/ under `replay_root` (inputs such as finished training
+    runs are read from it); the replay rewrites its tables there, never in outputs/."""
+    target = replay_root / profile
+    if target.exists():
+        shutil.rmtree(target)
+    source = profiles.OUTPUT_ROOT / profile
+    if source.exists():
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("cache", "training"))
+    target.mkdir(parents=True, exist_ok=True)
+    return replay_root
+
+
+@contextlib.contextmanager
+def _study_environment(output_root: Path, *, live: bool) -> Iterator[None]:
+    """The notebook kernels inherit where to write (`SUPERSEDE_OUTPUT_DIR`) and whether to call live."""
+    saved = {name: os.environ.get(name) for name in (OUTPUT_DIR_ENV, profiles.LIVE_CALLS_ENV)}
+    os.environ[OUTPUT_DIR_ENV] = str(output_root)
+    if live:
+        os.environ[profiles.LIVE_CALLS_ENV] = "1"
+    else:
+        os.environ.pop(profiles.LIVE_CALLS_ENV, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def report_is_current(profile: str, output_root: Path) -> bool | None:
+    """Whether the committed REPORT.md is exactly what the committed files give (None: no report)."""
+    path = output_root / profile / report.REPORT_FILE
+    if not path.exists():
+        return None
+    return path.read_text(encoding="utf-8") == report.build_report(profile, output_root)
+
+
+def _report_line(profile: str, current: bool | None) -> str:
+    if current is None:
+        return f"REPORT.md: none committed for {profile}"
+    if current:
+        return "REPORT.md: current (regenerated from the committed files, identical)"
+    return f"REPORT.md DIFFERS from what the committed files give: make report PROFILE={profile}, then commit"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=MODES_HELP,
+    )
     parser.add_argument(
         "--profile", default="local", help=f"one of {', '.join(profiles.PROFILES)} (default: local)"
     )
     parser.add_argument("--only", default="", help="comma-separated notebook prefixes, e.g. 01,02")
-    parser.add_argument("--no-report", action="store_true", help="skip writing REPORT.md")
+    parser.add_argument("--no-report", action="store_true", help="skip writing REPORT.md (live and record)")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--live", action="store_true", help="make every model call again; write into outputs/"
+    )
+    chosen.add_argument(
+        "--record", action="store_true", help="replay, then adopt what changed into outputs/ (on purpose)"
+    )
     parser.add_argument(
-        "--live",
+        "--allow-dirty",
         action="store_true",
-        help="make every model call again instead of replaying cached or recorded responses",
+        help=f"let --live/--record write from uncommitted code (the diff's hash is recorded; {ALLOW_DIRTY_ENV}=1)",
+    )
+    parser.add_argument(
+        "--replay-root", type=Path, default=None, help=f"scratch folder (default {REPLAY_ROOT})"
     )
     args = parser.parse_args(argv)
-    if args.live:
-        os.environ[profiles.LIVE_CALLS_ENV] = "1"  # the notebook kernels inherit it
+    if args.allow_dirty:
+        os.environ[ALLOW_DIRTY_ENV] = "1"  # the notebook kernels inherit it
+    mode = "live" if args.live else "record" if args.record else "auto"
     only = [prefix for prefix in args.only.split(",") if prefix.strip()] or None
     try:
-        reproduce(args.profile, only, write_report=not args.no_report)
+        run = reproduce(
+            args.profile, only, mode=mode, write_report=not args.no_report, replay_root=args.replay_root
+        )
     except NotebookFailed as failure:
         print(f"STOPPED: {failure}", file=sys.stderr)
         return 1
+    except DirtyCheckoutError as error:
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
     except (profiles.ProfileError, ValueError) as error:
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
+    if run.mode == "replay" and not (run.verdict.ok and run.report_current is not False):
+        return 1
     return 0
 
 

@@ -3,7 +3,8 @@
 `<run_name>.csv` (one row per question), `<run_name>.trajectories.jsonl` (one record per rollout:
 notes after every session, answer, verdict and reason) and `<run_name>.manifest.json` (settings,
 model, episodes, git commit, package versions, token and cache totals, failed questions, cut
-and empty replies, the concurrency limit's history, accuracy, and warnings worth reading).
+and empty replies, the concurrency limit's history, accuracy, and warnings worth reading). The
+commit a manifest names is the code's (`provenance.git_state`: results under outputs/ excluded).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import datetime as dt
 import json
 import platform
 import re
-import subprocess
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -21,10 +21,10 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.episode import Episode
+from supersede_lib.eval.provenance import REPO_ROOT, git_state
 from supersede_lib.models.chat import ChatModel, one_line
 from supersede_lib.models.openai_api import estimate_cost_usd
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # how committed results show a local path: relative to the checkout, or under ~/
 PORTABLE_ROOTS = ((REPO_ROOT, ""), (Path.home().resolve(), "~/"))
 
@@ -89,26 +89,6 @@ def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
 
 def now_utc() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def git_commit(repo_dir: Path | None = None) -> dict[str, Any]:
-    """The checkout's commit and whether it has uncommitted changes; nulls without git."""
-    repo_dir = repo_dir or REPO_ROOT
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=repo_dir,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit or None, "dirty": bool(status.strip())}
 
 
 def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | None]:
@@ -219,7 +199,7 @@ def build_manifest(
             "episode_ids": [episode.episode_id for episode in episodes],
         },
         "seed": config["seed"],
-        "git": git_commit(),
+        "git": git_state(),
         "provenance": call_provenance(trajectories),
         "packages": package_versions(),
         "started_at": started_at,

@@ -26,7 +26,8 @@ from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, f
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import aggregate_memory_metrics
 from supersede_lib.eval.progress import StudyProgress, progress_bar
-from supersede_lib.eval.run_files import default_run_name, git_commit, portable_paths
+from supersede_lib.eval.provenance import git_state
+from supersede_lib.eval.run_files import default_run_name, portable_paths
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
 from supersede_lib.rollout import CONDITIONS
@@ -163,7 +164,7 @@ def write_summary(
         "model": model,
         "data_label": data,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git": git_commit(),
+        "git": git_state(),
         "config": config,
         "numbers": numbers,
         "tables": tables,

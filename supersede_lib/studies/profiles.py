@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, field_validator
 
 from supersede_lib.data.episodes import EpisodeSpec
-from supersede_lib.eval.run_files import REPO_ROOT, git_commit
+from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel
@@ -314,8 +314,13 @@ def _deep_merge(base: dict, overrides: dict) -> dict:
 
 
 def output_dir(profile: Profile, notebook: str) -> Path:
-    """outputs/<profile>/<notebook>/, created on demand."""
+    """outputs/<profile>/<notebook>/, created on demand.
+
+    Refused (`provenance.DirtyCheckoutError`) when it lies in the committed outputs/ and the code has
+    uncommitted changes, unless allowed: results must name the code that made them.
+    """
     path = OUTPUT_ROOT / profile.name / notebook
+    check_clean_for_results(path)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -353,14 +358,6 @@ def save_recorded_responses(profile: Profile) -> int | None:
     if recorded is None or not cache_path(profile).exists():
         return None
     return ResponseCache(cache_path(profile)).export_responses(recorded)
-
-
-def commit_label() -> str | None:
-    """The checkout's commit, marked `-dirty` when it has uncommitted changes (recorded with live calls)."""
-    state = git_commit()
-    if state["commit"] is None:
-        return None
-    return state["commit"] + ("-dirty" if state["dirty"] else "")
 
 
 def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool = True) -> ChatModel:

@@ -10,7 +10,6 @@ output folders exist; the CPU proof (`06_grpo_training/cpu_proof/`) sits under 0
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 from collections.abc import Sequence
@@ -25,7 +24,6 @@ from supersede_lib.eval.agreement import (
     grade_labelled_answers,
     read_labelled_answers,
 )
-from supersede_lib.eval.run_files import git_commit
 from supersede_lib.studies import cpu_proof, profiles
 from supersede_lib.studies.common import (
     NOTEBOOK_DATA,
@@ -200,7 +198,6 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
     """The REPORT.md text for a profile, from the files under outputs/<profile>/."""
     profile = profiles.load_profile(profile_name)
     root = Path(output_root or profiles.OUTPUT_ROOT) / profile_name
-    git = git_commit()
     known = {name for name, _ in STUDY_SECTIONS}
     extra = sorted(
         path.name
@@ -210,9 +207,10 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
     lines = [
         f"# Supersede results — profile `{profile_name}`",
         "",
-        f"Generated {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} from the files under "
-        f"`outputs/{profile_name}/` by `python -m supersede_lib.studies.report --profile {profile_name}`; "
-        f"git commit `{git.get('commit')}`{' (uncommitted changes)' if git.get('dirty') else ''}.",
+        f"Generated from the committed files under `outputs/{profile_name}/` (nothing else) by "
+        f"`python -m supersede_lib.studies.report --profile {profile_name}`: the same files always give "
+        "the same report, so `make verify` can check it. Each section names the commit of the code "
+        "that wrote its results.",
         "",
         f"Profile: {profile.description} Data: **{profile.data_label or '?'}**.",
         "",

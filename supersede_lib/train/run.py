@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from supersede_lib.episode import Episode
+from supersede_lib.eval.provenance import config_sha256, git_state
 from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
     GGUF_CACHE_ENV,
+    adapter_file_fingerprint,
     contiguous_lm_head_input,
     dtype_label,
     fast_dtype,
@@ -43,6 +45,7 @@ from supersede_lib.train.config import (
     ROLLOUTS_FILE,
     SUMMARY_FILE,
     TINY_MODEL,
+    TRAINING_SEED_BASE,
     TrainingConfig,
 )
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource
@@ -204,6 +207,8 @@ class TrainingResult:
     processes: int = 1  # data-parallel processes; each step trained on processes x trajectories_per_step
     # where it trained, e.g. "cpu (1 torch thread, bfloat16 base weights)"; "" in older summaries
     device: str = ""
+    # provenance (absent from summaries written before it was kept): `run_provenance`
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
@@ -213,6 +218,22 @@ class TrainingResult:
         if self.processes == 1:  # written only for a data-parallel run; a summary without it reads as 1
             del record["processes"]
         return record
+
+
+def run_provenance(
+    config_record: dict[str, Any], seed: int, checkpoints: Sequence[tuple[int, Path]]
+) -> dict[str, Any]:
+    """What makes a run traceable: the code's commit, the whole configuration and its hash, the
+    generator seeds its episodes came from, and the hash of the final adapter's weights (evaluation
+    rows name the same hash, so a table row can be matched to the adapter that produced it)."""
+    final_adapter = checkpoints[-1][1] if checkpoints else None
+    return {
+        "git": git_state(),
+        "config": config_record,
+        "config_sha256": config_sha256(config_record),
+        "generator_seed_base": TRAINING_SEED_BASE + seed,  # synthetic.episode_seed(base, episode index)
+        "adapter_sha256": adapter_file_fingerprint(final_adapter) if final_adapter is not None else None,
+    }
 
 
 def training_device(model: Any) -> str:
@@ -237,6 +258,11 @@ def _config_record(config: TrainingConfig, seed: int, processes: int = 1) -> dic
     if processes > 1:  # a data-parallel run: its batches and episodes depend on the process count
         record[PROCESSES_KEY] = processes
     return json.loads(json.dumps(record, default=str))
+
+
+def record_of_run(run_dir: Path) -> dict[str, Any]:
+    """The configuration a run was started with, as written to its folder."""
+    return json.loads((run_dir / CONFIG_FILE).read_text())
 
 
 def check_run_config(run_dir: Path, config: TrainingConfig, seed: int) -> None:
@@ -512,6 +538,7 @@ def train(
             processes=processes,
             device=training_device(trainer.model),
         )
+        result.provenance = run_provenance(record_of_run(run_dir), seed, result.checkpoints)
     finally:
         del trainer
         gc.collect()
