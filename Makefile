@@ -33,8 +33,11 @@ bench: setup  ## speed, overhead and engine benchmarks (not part of `make test`)
 reproduce: setup  ## notebooks 01-07 for PROFILE: replayed and checked when it has a committed record, else run
 	$(PY) -m supersede_lib.reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)
 
-verify: setup  ## replay PROFILE (default offline) into .replay/ and check every committed table and REPORT.md
-	$(PY) -m supersede_lib.reproduce --profile $(or $(VERIFY_PROFILE),offline) $(REPRODUCE_ARGS)
+# verify: PROFILE defaults to offline here (the profile with a committed record), not to local
+VERIFY_PROFILE := $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),offline)
+
+verify: setup  ## replay PROFILE (default offline) into .replay/; check every committed table and REPORT.md
+	$(PY) -m supersede_lib.reproduce --profile $(VERIFY_PROFILE) --replay $(REPRODUCE_ARGS)
 
 report: setup  ## write outputs/$(PROFILE)/REPORT.md from the results on disk
 	$(PY) -m supersede_lib.studies.report --profile $(PROFILE)

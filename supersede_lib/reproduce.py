@@ -144,6 +144,8 @@ def reproduce(
     mode = default_mode(profile) if mode == "auto" else mode
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: expected auto or one of {', '.join(MODES)}")
+    if mode in ("replay", "record") and default_mode(profile) != "replay":
+        raise ValueError(f"profile {profile}: no committed record under outputs/{profile}/ to {mode}")
     loaded = profiles.load_profile(profile)  # fail fast on an unknown profile
     paths = notebook_paths(only, notebooks_dir)
     committed_root = profiles.OUTPUT_ROOT
@@ -275,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--live", action="store_true", help="make every model call again; write into outputs/"
     )
     chosen.add_argument(
+        "--replay", action="store_true", help="replay and check (the default for a profile with a record)"
+    )
+    chosen.add_argument(
         "--record", action="store_true", help="replay, then adopt what changed into outputs/ (on purpose)"
     )
     parser.add_argument(
@@ -288,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.allow_dirty:
         os.environ[ALLOW_DIRTY_ENV] = "1"  # the notebook kernels inherit it
-    mode = "live" if args.live else "record" if args.record else "auto"
+    mode = "live" if args.live else "record" if args.record else "replay" if args.replay else "auto"
     only = [prefix for prefix in args.only.split(",") if prefix.strip()] or None
     try:
         run = reproduce(
