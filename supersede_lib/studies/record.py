@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.eval.run_files import portable_path
 from supersede_lib.studies.common import STUDY_SUMMARY_FILE
 from supersede_lib.studies.verify import LIVE_COLUMNS, Verdict
 
@@ -145,6 +146,13 @@ def _regenerated_manifests(replay_dir: Path, verdict: Verdict) -> list[Path]:
     ]
 
 
+def _adopt_executed(source: Path, target: Path) -> None:
+    """An executed notebook of the replay, its results folder named as where they now lie (outputs/)."""
+    replay_root = portable_path(source.parents[2])
+    text = source.read_text(encoding="utf-8").replace(f"{replay_root}/", "outputs/")
+    target.write_text(text, encoding="utf-8")
+
+
 def _studies_with_dirty_summaries(replay_dir: Path, committed_dir: Path, verdict: Verdict) -> set[str]:
     """Studies whose committed summary.json the replay rewrote and which still names an uncommitted checkout."""
     found = set()
@@ -177,6 +185,6 @@ def adopt_replay(verdict: Verdict, replay_dir: Path, committed_dir: Path) -> lis
                 adopted.append(f"{study}/{extra}")
         executed = replay_dir / "executed" / f"{study}.ipynb"
         if executed.exists() and (committed_dir / "executed").exists():
-            shutil.copyfile(executed, committed_dir / "executed" / executed.name)
+            _adopt_executed(executed, committed_dir / "executed" / executed.name)
             adopted.append(f"executed/{executed.name}")
     return adopted
