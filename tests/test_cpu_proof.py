@@ -6,7 +6,9 @@ The slowest test here replays every committed evaluation of the proof from its r
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from supersede_lib.models.cache import BEFORE_PROVENANCE
 from supersede_lib.studies import evaluation_sets, evidence, profiles, training, transfer
 from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
 from supersede_lib.studies.profiles import ProfileError, validate_profile
@@ -226,6 +229,13 @@ def test_the_committed_proof_regenerates_unchanged_from_its_recorded_replies(
     pd.testing.assert_frame_equal(cost, committed_cost[~never_committed].reset_index(drop=True))
     # a replay adds nothing to the recorded replies: the committed file is not rewritten
     assert (profiles.REPO_ROOT / profile.recorded_responses).read_bytes() == responses_before
+
+
+def test_every_recorded_reply_names_the_commit_that_made_it_or_says_it_predates_provenance() -> None:
+    with gzip.open(COMMITTED / "responses.jsonl.gz", "rt", encoding="utf-8") as handle:
+        made_by = [json.loads(line)["made_by_commit"] for line in handle]
+    commit = re.compile(r"^[0-9a-f]{40}(-dirty)?$")
+    assert made_by and all(value == BEFORE_PROVENANCE or commit.match(value) for value in made_by)
 
 
 def test_real_longmemeval_records_leave_only_manifests_and_counts_in_git() -> None:
