@@ -6,6 +6,7 @@ The slowest test here replays every committed evaluation of the proof from its r
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -266,16 +267,10 @@ def test_a_real_record_set_writes_to_the_ignored_folder_and_its_own_cache(
     real = real.model_copy(
         update={"episodes": real.episodes.model_copy(update={"local_path": str(records)}), "models": ["base"]}
     )
-    runs = [
-        training.recorded_run(
-            profile,
-            "fixed",
-            0,
-            training.planned_arms(profile)[0].config,
-            COMMITTED / NOTEBOOK_TRAINING,
-            "sparse",
-        )
-    ]
+    recorded = training.recorded_run(
+        profile, "fixed", 0, training.planned_arms(profile)[0].config, COMMITTED / NOTEBOOK_TRAINING, "sparse"
+    )
+    runs = [dataclasses.replace(recorded, recorded=False)]  # trained here, no checkpoint yet: the base live
 
     evaluation_sets.evaluate_set(profile, real, runs, progress=False)
 

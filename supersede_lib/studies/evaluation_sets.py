@@ -3,8 +3,8 @@
 `evaluate_sets(profile, runs)` runs every set through the ordinary bounded-memory runner, one folder
 of per-model files per set (`07_transfer_eval/<set>/<model>.csv|.manifest.json|.trajectories.jsonl`),
 the models named as every profile names them (`base`, `<arm>__seed-N__step-M`). A model whose files
-are there is finished and read back; any other resumes from the response cache. Where the adapters
-are not in the checkout (runs read back from 06's committed files), the recorded replies answer
+are there is finished and read back; any other resumes from the response cache. Where 06 read its
+runs back from the committed files (no adapters here), every model replays its recorded replies
 (`RecordedRepliesOnly`) under the model name and cache namespace its committed manifest gives.
 
 `write_evaluation_sets` then writes one accuracy table per set, the engine check, the cost of every
@@ -178,18 +178,18 @@ def evaluate_set(
     folder, live = set_folder(profile, evaluation), profiles.live_calls_forced()
     folder.mkdir(parents=True, exist_ok=True)
     base_path, settings = resolve_base_model(runs[0].config), run_settings(block, runs)
-    cache, made_live = _set_cache(profile, evaluation), False
+    cache, evaluated = _set_cache(profile, evaluation), False
+    # runs read back from 06's committed files have no adapters here: every model replays, as in Table 3
+    replay = not live and any(run.recorded for run in runs)
     for model in set_models(profile, evaluation, runs):
         if _finished(folder, model.label) and not live:
             continue
-        # a model with a manifest was judged before: its recorded replies answer, weights or not
-        replay = not live and recorded_model(folder, model.label) is not None
         inner = (
             _replayed_model(folder, model)
             if replay
             else _live_model(block, evaluation, folder, base_path, model)
         )
-        made_live = made_live or not replay
+        evaluated = True
         wrapped = CachedChatModel(inner, cache, replay=not live, commit=profiles.commit_label())
         run_condition(
             episodes,
@@ -201,7 +201,7 @@ def evaluate_set(
             progress=progress,
         )
         getattr(inner, "close", lambda: None)()
-    if made_live and not evaluation.real_records:  # a replay adds nothing to the recorded replies
+    if evaluated and not replay and not evaluation.real_records:  # a replay adds no recorded reply
         profiles.save_recorded_responses(profile)
 
 
