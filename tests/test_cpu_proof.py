@@ -278,3 +278,39 @@ def test_a_real_record_set_writes_to_the_ignored_folder_and_its_own_cache(
     assert len(pd.read_csv(folder / "base.csv")) == 5  # the fixture's knowledge-update questions
     assert (tmp_path / "cpu_proof" / "cache" / evaluation_sets.REAL_RECORDS_CACHE).exists()
     assert not (tmp_path / "cpu_proof" / "cache" / "responses.sqlite").exists()
+
+
+def test_the_prefix_cache_engine_has_its_own_folder_and_replies_and_is_checked_against_the_whole_prompt(
+    tmp_path: Path, tiny_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    monkeypatch.setattr(evaluation_sets, "resolve_base_model", lambda config: str(tiny_path))
+    profile = profiles.load_profile("cpu_proof")
+    exported = tmp_path / "responses.jsonl.gz"
+    profile = profile.model_copy(update={"recorded_responses": str(exported)})  # not the committed file
+    small = profile.transfer.evaluations[0].episodes.model_copy(update={"n": 3})
+    whole, prefix = (
+        item.model_copy(update={"episodes": small, "models": ["base"]})
+        for item in profile.transfer.evaluations
+        if item.name in ("heldout", "heldout-prefix-cache")
+    )
+    recorded = training.recorded_run(
+        profile, "fixed", 0, training.planned_arms(profile)[0].config, COMMITTED / NOTEBOOK_TRAINING, "sparse"
+    )
+    runs = [dataclasses.replace(recorded, recorded=False)]
+
+    evaluation_sets.evaluate_set(profile, whole, runs, progress=False)
+    whole_keys = {json.loads(line)["key"] for line in gzip.open(exported, "rt")}
+    evaluation_sets.evaluate_set(profile, prefix, runs, progress=False)
+    all_keys = {json.loads(line)["key"] for line in gzip.open(exported, "rt")}
+
+    # the same prompts, cached apart: the second engine's replies are new entries, exported beside
+    assert len(all_keys) == 2 * len(whole_keys) > 0
+    folders = [evaluation_sets.set_folder(profile, item) for item in (whole, prefix)]
+    check = evidence.engine_check_table(*folders).set_index("model")
+    assert check.loc["base", "n"] == 3 and 0 <= check.loc["base", "verdicts_agree"] <= 3
+    cost = evidence.cost_table(tmp_path / "none", [(folders[0], False), (folders[1], True)]).set_index(
+        "engine"
+    )
+    assert cost.loc["whole prompt", "calls"] == cost.loc["prefix cache", "calls"] > 0
+    assert cost.loc["prefix cache", "live_calls"] == cost.loc["prefix cache", "calls"]  # nothing replayed
