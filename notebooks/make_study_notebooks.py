@@ -303,27 +303,17 @@ def training_notebook() -> nbformat.NotebookNode:
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
             new_markdown_cell(
-                "## The CPU proof: does the training learn?\n\n"
-                "Committed results of `python -m supersede_lib.studies.cpu_proof train`, `evaluate`, `report` "
-                "(the `cpu_proof` preset: Qwen2.5-Coder-0.5B, 8 rollouts per step on easy 2-3-session episodes "
-                "the base solves ~20% of, one run per reward arm and seed). This notebook reads them; it does not "
-                "re-run them (tens of CPU minutes per arm). Did the training rollouts succeed more often in the "
-                "last quarter of steps than in the first? Notebook 07 shows the held-out accuracy of the "
-                "checkpoints."
+                "## Did the training learn?\n\n"
+                "From the rollouts every run logged: did the last quarter of steps succeed more often than the "
+                "first (one-sided Fisher over rollouts), and what did writing notes pay in the first half "
+                "against leaving them empty? (The `cpu_proof` profile is the CPU proof that it does: the 0.5B, "
+                "reward arms and a stale-penalty sweep, `make reproduce PROFILE=cpu_proof "
+                "REPRODUCE_ARGS='--only 06,07'`.)"
             ),
             new_code_cell(
-                "from supersede_lib.studies import cpu_proof\n\n"
-                "proof_dir = cpu_proof.committed_dir()\n"
-                "proof = cpu_proof.read_tables(proof_dir)\n"
-                "if 'trend' not in proof:\n"
-                "    print('No CPU proof yet: python -m supersede_lib.studies.cpu_proof train, then evaluate and report')\n"
-                "else:\n"
-                "    show(proof['trend'], cpu_proof.TABLE_TITLES['trend'])\n"
-                "    show_figure(proof_dir / 'cpu_proof.png')\n"
-                "if cpu_proof.NOTES_PAYOFF in proof:\n"
-                "    show(proof[cpu_proof.NOTES_PAYOFF], cpu_proof.TABLE_TITLES[cpu_proof.NOTES_PAYOFF])\n"
-                "if cpu_proof.COST in proof:\n"
-                "    show(proof[cpu_proof.COST], cpu_proof.TABLE_TITLES[cpu_proof.COST])"
+                "from supersede_lib.studies import evidence\n\n"
+                "for name, table in evidence.read_tables(result.output_dir, (evidence.TREND, evidence.NOTES_PAYOFF)).items():\n"
+                "    show(table, evidence.TITLES[name])"
             ),
         ],
         study="training",
@@ -343,50 +333,49 @@ def transfer_notebook() -> nbformat.NotebookNode:
         [
             new_code_cell(
                 "result = transfer.run_transfer(profile)\n"
-                "show(result.table, 'Table 3 (ours)')\n"
-                "show(result.paper_table, 'Table 3 (paper, quoted)')\n"
-                "print(transfer.transfer_summary_line(result))"
+                "table3 = isinstance(result, transfer.TransferResult)  # else: named evaluation sets only\n"
+                "if table3:\n"
+                "    show(result.table, 'Table 3 (ours)')\n"
+                "    show(result.paper_table, 'Table 3 (paper, quoted)')\n"
+                "    print(transfer.transfer_summary_line(result))\n"
+                "    show_figure(result.figures['figure4b'])"
             ),
-            new_code_cell("show_figure(result.figures['figure4b'])"),
             new_markdown_cell(
                 "Accuracy by step, averaged over seeds (95% interval from resampling questions), then fixed vs "
                 "adaptive curriculum and sparse vs memory reward at each run's final checkpoint."
             ),
             new_code_cell(
-                "show(result.by_step, 'Accuracy by step')\n"
-                "if not result.curricula.empty:\n"
-                "    show(result.curricula, 'Fixed vs adaptive curriculum')\n"
-                "if not result.rewards.empty:\n"
-                "    show(result.rewards, 'Sparse vs memory reward')"
+                "if table3:\n"
+                "    show(result.by_step, 'Accuracy by step')\n"
+                "    if not result.curricula.empty:\n"
+                "        show(result.curricula, 'Fixed vs adaptive curriculum')\n"
+                "    if not result.rewards.empty:\n"
+                "        show(result.rewards, 'Sparse vs memory reward')"
             ),
-            new_code_cell("print('outputs:', result.output_dir)"),
             new_markdown_cell(
-                "## The CPU proof: held-out accuracy of its checkpoints\n\n"
-                "The checkpoints of notebook 06's CPU proof (committed, not re-run here), greedy, on 100 "
-                "held-out episodes of their training distribution from a generator seed training never used, "
-                "then on the harder transfer set; McNemar against the base on the same questions. Where "
-                "the held-out set was also run with the prompt-prefix cache (a second engine), the engine "
-                "check shows whether each conclusion survives the change of engine. Below the tables, the "
-                "base's and the final sparse checkpoint's notes and answers side by side, the questions "
-                "where their verdicts differ first. Runs replicated with the shared-prefix training engine were "
-                "judged by the prompt-prefix engine only: their tables end in `-prefix-cache`, each against "
-                "the base judged by that same engine."
+                "## Named evaluation sets\n\n"
+                "A profile may list evaluation sets (`transfer.evaluations`): the CPU proof judges its checkpoints "
+                "greedily on 100 held-out episodes of their training distribution (a generator seed training never "
+                "used), on the harder transfer set, and on real LongMemEval records where the local file is present, "
+                "each against the base on the same questions (McNemar). Sets ending in `-prefix-cache` ran on the "
+                "prompt-prefix engine, each against the base judged by that same engine; the engine check compares "
+                "the two engines on the same models. Then the figure, what every part cost, and the base's and the "
+                "first arm's final checkpoint's notes and answers side by side, where their verdicts differ first."
             ),
             new_code_cell(
-                "from supersede_lib.studies import cpu_proof\n\n"
-                "proof_dir = cpu_proof.committed_dir()\n"
-                "proof = cpu_proof.read_tables(proof_dir)\n"
-                "for which in cpu_proof.REPORT_TABLES:\n"
-                "    if which in ('trend', cpu_proof.NOTES_PAYOFF, cpu_proof.COST):  # notebook 06 shows these\n"
-                "        continue\n"
-                "    if which in proof:\n"
-                "        show(proof[which], cpu_proof.TABLE_TITLES[which])\n"
-                "if 'heldout' in proof:\n"
-                "    final = cpu_proof.final_checkpoints(proof['heldout'])[0]\n"
-                "    show(cpu_proof.side_by_side(final, 'heldout', n=6, directory=proof_dir), f'Base vs {final}')\n"
+                "from supersede_lib.studies import evaluation_sets, evidence\n\n"
+                "sets = evaluation_sets.read_evaluation_sets(result.profile)\n"
+                "if sets is None:\n"
+                "    print('This profile lists no evaluation sets (transfer.evaluations).')\n"
                 "else:\n"
-                "    print('No CPU proof yet: python -m supersede_lib.studies.cpu_proof train, then evaluate and report')"
+                "    for name, table in sets.tables.items():\n"
+                "        show(table, evidence.TITLES.get(name, name))\n"
+                "    for figure in sets.figures.values():\n"
+                "        show_figure(figure)\n"
+                "    if not sets.side_by_side.empty:\n"
+                "        show(sets.side_by_side, sets.side_by_side_title)"
             ),
+            new_code_cell("print('outputs:', result.output_dir)"),
         ],
         study="transfer",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),

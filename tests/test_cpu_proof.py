@@ -1,275 +1,316 @@
-"""The CPU proof's read-out: training trend per run, held-out accuracy against the base, the figure."""
+"""The CPU proof as a profile (configs/cpu_proof.yaml) through the generic studies 06 and 07.
+
+The slowest test here replays every committed evaluation of the proof from its recorded replies
+(no adapters, no weights) and re-derives every committed table: they must come out byte for byte.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from supersede_lib.studies import cpu_proof
+from supersede_lib.models.cache import BEFORE_PROVENANCE
+from supersede_lib.studies import evaluation_sets, evidence, profiles, training, transfer
+from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+from supersede_lib.studies.profiles import ProfileError, validate_profile
 from supersede_lib.train.config import TrainingConfig
+
+COMMITTED = profiles.REPO_ROOT / "outputs" / "cpu_proof"
+# what a replay cannot reproduce: the seconds a reply took and whether it came from the cache
+TIMING_COLUMNS = ["latency_s", "cached_calls"]
 
 
 def _write_run(directory: Path, label: str, successes_by_step: list[int], group: int = 8) -> None:
-    runs = directory / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     lines = []
     for step, successes in enumerate(successes_by_step, start=1):
         for index in range(group):
             correct = index < successes
-            lines.append(
-                json.dumps(
-                    {
-                        "step": step,
-                        "reward": 1.0 if correct else 0.0,
-                        "verdict": "correct" if correct else "wrong",
-                        "notes_hold_current": correct,
-                        "final_notes": "pet: Olive" if correct else "",
-                    }
-                )
-            )
-    (runs / f"{label}.rollouts.jsonl").write_text("\n".join(lines) + "\n")
+            record = {
+                "step": step,
+                "reward": 1.0 if correct else 0.0,
+                "verdict": "correct" if correct else "wrong",
+                "notes_hold_current": correct,
+                "final_notes": "pet: Olive" if correct else "",
+            }
+            lines.append(json.dumps(record))
+    (directory / f"{label}.rollouts.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def _write_eval(directory: Path, which: str, label: str, correct: list[bool]) -> None:
-    folder = directory / which
+def _write_eval(folder: Path, label: str, correct: list[bool]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(
-        {
-            "episode_id": [f"ep-{i}" for i in range(len(correct))],
-            "verdict": ["correct" if value else "wrong" for value in correct],
-        }
-    ).to_csv(folder / f"{label}.csv", index=False)
+    verdicts = ["correct" if value else "wrong" for value in correct]
+    frame = pd.DataFrame({"episode_id": [f"ep-{i}" for i in range(len(correct))], "verdict": verdicts})
+    frame.to_csv(folder / f"{label}.csv", index=False)
 
 
-def test_the_preset_trains_the_agent_its_base_rate_was_measured_with() -> None:
-    config = cpu_proof.proof_config("memory")
-    assert config.prompt_variant == "v10_line_edits_loose_answer"
-    assert config.num_generations >= 8 and config.reward == "memory"
-    assert config.output_dir != cpu_proof.proof_config("sparse").output_dir
-    assert TrainingConfig.preset("cpu_proof").episode_overrides == {"n_sessions": (2, 3)}
-    # held out: another generator seed than the training episodes (500 + run seed) on the same distribution
-    assert cpu_proof.HELDOUT.seed not in {500, 501, 502} and cpu_proof.HELDOUT.n >= 100
-    assert cpu_proof.HELDOUT.difficulty == config.difficulty
+def test_the_profile_names_the_arms_seeds_and_sets_as_data() -> None:
+    profile = profiles.load_profile("cpu_proof")
+    arms = {arm.name: arm for arm in training.planned_arms(profile)}
+    assert list(arms) == ["sparse", "memory", "sparse-stale0", "sparse-lr2e-05"]
+    preset = TrainingConfig.preset("cpu_proof")
+    assert arms["memory"].config.reward == "memory" and arms["memory"].seeds == (0, 1, 2, 3, 4, 5)
+    assert arms["sparse-stale0"].config.stale_penalty_weight == 0.0
+    assert arms["sparse-stale0"].config.learning_rate == preset.learning_rate
+    assert arms["sparse-lr2e-05"].config.learning_rate == 2e-5
+    assert arms["sparse-lr2e-05"].config.stale_penalty_weight == preset.stale_penalty_weight
+    assert len({arm.config.output_dir for arm in arms.values()}) == 4
+    assert arms["sparse"].config.prompt_variant == "v10_line_edits_loose_answer"
+    # held out: another generator seed than the training episodes (500 + run seed), same distribution
+    heldout = profile.transfer.evaluations[0].episodes
+    assert heldout.seed not in range(500, 510) and heldout.n >= 100
+    assert heldout.difficulty == arms["sparse"].config.difficulty
 
 
-def test_the_report_reads_trend_and_heldout_accuracy_from_the_committed_files(tmp_path: Path) -> None:
+def test_named_arms_exclude_the_grid_and_name_the_file_and_key() -> None:
+    base = {"name": "unit", "model": {"backend": "fake"}}
+    arms = [{"name": "sparse"}, {"name": "sparse"}]
+    with pytest.raises(ProfileError, match=r"^unit\.yaml: training: .*arm names must differ"):
+        validate_profile({**base, "training": {"preset": "smoke", "arms": arms}}, "unit.yaml")
+    grid = {"preset": "smoke", "rewards": ["memory"], "arms": [{"name": "a"}]}
+    with pytest.raises(ProfileError, match="not in rewards/curricula"):
+        validate_profile({**base, "training": grid}, "unit.yaml")
+    bad = {"preset": "smoke", "arms": [{"name": "a", "overrides": {"reward": "memory"}}]}
+    with pytest.raises(ProfileError, match=r"training\.arms\[0\]\.overrides"):
+        validate_profile({**base, "training": bad}, "unit.yaml")
+    with pytest.raises(ProfileError, match=r"transfer: .*episodes"):
+        validate_profile({**base, "transfer": {"notes_budget_chars": 300}}, "unit.yaml")
+
+
+def test_a_named_arm_labels_its_runs_with_its_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    profile = profiles.load_profile("cpu_proof")
+    (arm,) = [arm for arm in training.planned_arms(profile) if arm.name == "sparse-stale0"]
+    assert (
+        Path(arm.config.output_dir) == tmp_path / "cpu_proof" / NOTEBOOK_TRAINING / "runs" / "sparse-stale0"
+    )
+    run = training.recorded_run(
+        profile, arm.curriculum, 1, arm.config, COMMITTED / NOTEBOOK_TRAINING, arm.name
+    )
+    assert run is not None and run.label == "sparse-stale0__seed-1"
+    assert [step for step, _ in run.checkpoints] == [10, 20]
+
+
+def test_training_evidence_reads_trend_and_notes_from_the_rollouts(tmp_path: Path) -> None:
     _write_run(tmp_path, "sparse__seed-0", [1, 2, 1, 1, 2, 2, 6, 7])  # rises: 3/16 -> 13/16
     _write_run(tmp_path, "memory__seed-0", [2, 2, 2, 2, 2, 2, 2, 2])  # flat
-    base = [i < 20 for i in range(100)]
-    better = [i < 20 or 20 <= i < 35 for i in range(100)]  # 15 more right, none lost
-    _write_eval(tmp_path, "heldout", "base", base)
-    _write_eval(tmp_path, "heldout", "sparse__seed-0__step-8", better)
-    _write_eval(tmp_path, "heldout", "memory__seed-0__step-8", base)
-
-    tables = cpu_proof.write_report(tmp_path)
-    trend = tables["trend"].set_index("run")
+    assert evidence.write_training_evidence(tmp_path) == ["trend.md", "notes_payoff.md"]
+    trend = pd.read_csv(tmp_path / "trend.csv").set_index("run")
     assert trend.loc["sparse__seed-0", "first_quarter"] == "3/16" and trend.loc["sparse__seed-0", "rises"]
     assert not trend.loc["memory__seed-0", "rises"] and trend.loc["memory__seed-0", "p_one_sided"] > 0.5
     # the written rollouts leave the notes empty exactly when wrong: 13/16 -> 3/16 empty
     assert trend.loc["sparse__seed-0", "notes_empty_first"] == pytest.approx(13 / 16)
     assert trend.loc["sparse__seed-0", "notes_empty_last"] == pytest.approx(3 / 16)
-    assert trend.loc["sparse__seed-0", "stale_last"] == 0.0
-    heldout = tables["heldout"].set_index("model")
-    assert list(heldout.index) == ["base", "memory__seed-0__step-8", "sparse__seed-0__step-8"]
-    assert heldout.loc["base", "accuracy"] == pytest.approx(0.20)
-    assert heldout.loc["sparse__seed-0__step-8", "c_model_only"] == 15
-    assert heldout.loc["sparse__seed-0__step-8", "b_base_only"] == 0
-    assert heldout.loc["sparse__seed-0__step-8", "p_exact"] < 0.001
-    assert heldout.loc["memory__seed-0__step-8", "p_exact"] == 1.0
-    assert "hard" not in tables  # no hard-set evaluation committed
-    for name in ("trend.csv", "trend.md", "heldout.csv", "heldout.md", "cpu_proof.png"):
-        assert (tmp_path / name).stat().st_size > 0
+    assert evidence.write_training_evidence(tmp_path / "empty") == []
 
 
-def test_the_longmemeval_set_reads_a_local_file_and_says_when_it_is_missing() -> None:
-    spec = cpu_proof.eval_spec("longmemeval", "data/longmemeval_oracle.json")
-    assert spec.source == "longmemeval" and spec.question_type == "knowledge-update"
-    assert spec.local_path == "data/longmemeval_oracle.json"
-    assert cpu_proof.eval_spec("heldout") == cpu_proof.HELDOUT
-    with pytest.raises(ValueError, match="--longmemeval PATH"):
-        cpu_proof.eval_spec("longmemeval")
+def test_an_evaluation_table_counts_against_the_base_on_the_same_questions(tmp_path: Path) -> None:
+    _write_eval(tmp_path, "base", [i < 20 for i in range(100)])
+    _write_eval(tmp_path, "sparse__seed-0__step-8", [i < 35 for i in range(100)])  # 15 more, none lost
+    table = evidence.evaluation_table(evidence.evaluation_frames(tmp_path)).set_index("model")
+    assert list(table.index) == ["base", "sparse__seed-0__step-8"]
+    assert table.loc["base", "accuracy"] == pytest.approx(0.20)
+    assert (
+        table.loc["sparse__seed-0__step-8", "b_base_only"],
+        table.loc["sparse__seed-0__step-8", "c_model_only"],
+    ) == (0, 15)
+    assert table.loc["sparse__seed-0__step-8", "p_exact"] < 0.001
 
 
-def test_the_report_of_a_profile_shows_the_proof_under_its_training_section(tmp_path: Path) -> None:
-    from supersede_lib.studies import report
-
-    proof = tmp_path / "smoke" / "06_grpo_training" / cpu_proof.PROOF_DIR.name
-    _write_run(proof, "sparse__seed-1", [0, 1, 1, 1, 4, 5, 6, 6])
-    (proof / "runs" / "sparse__seed-1.training_config.json").write_text(
-        json.dumps({"model_name_or_path": "/somewhere/tiny.gguf", "lora_r": 4, "num_generations": 8})
+def test_training_minutes_add_every_session_of_a_resumed_run(tmp_path: Path) -> None:
+    steps = [(1, 60.0), (2, 90.0), (2, 120.0), (3, 30.0)]  # step 2 ran again after a resume: its last counts
+    lines = [json.dumps({"step": step, "kind": "train", "step_time": seconds}) for step, seconds in steps]
+    (tmp_path / "sparse__seed-2.metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "sparse__seed-2.run_summary.json").write_text(
+        json.dumps({"final_step": 3, "wall_time_s": 30.0})
     )
-    _write_eval(proof, "heldout", "base", [i < 30 for i in range(100)])
-    _write_eval(proof, "heldout", "sparse__seed-1__step-8", [i < 45 for i in range(100)])
-    cpu_proof.write_report(proof)
-
-    text = report.build_report("smoke", output_root=tmp_path)
-
-    section = text[text.index("06 · GRPO") : text.index("07 · Transfer")]
-    assert "### The CPU proof" in section and "`06_grpo_training/cpu_proof/`" in section
-    assert "`tiny.gguf` with LoRA r = 4" in section and "/somewhere" not in section
-    assert "| sparse__seed-1 | sparse | 1 | 8 | 64 | 1/16 |" in section
-    assert "| sparse__seed-1__step-8 | bounded_memory | 100 | 45 |" in section
-    assert "generator seed 7201, n = 100" in section
-    assert "![cpu_proof](06_grpo_training/cpu_proof/cpu_proof.png)" in section
-    assert cpu_proof.report_section(tmp_path / "nothing-here") == ""
+    (tmp_path / "sparse__seed-2.training_config.json").write_text(json.dumps({"share_prompt_prefix": True}))
+    (row,) = evidence.cost_table(tmp_path, []).to_dict("records")
+    assert row["part"] == "train" and row["engine"] == "shared prefix" and row["steps"] == 3
+    assert row["minutes"] == 3.5  # (60 + 120 + 30) s
 
 
-def test_side_by_side_puts_the_questions_whose_verdicts_differ_first(tmp_path: Path) -> None:
+def test_the_markdown_tables_keep_small_p_values_readable() -> None:
+    shown = evidence.for_display(
+        pd.DataFrame({"accuracy": [0.25, 0.4912], "p_exact": [float("nan"), 0.000222]})
+    )
+    assert list(shown["accuracy"]) == [0.25, 0.491]
+    assert shown["p_exact"].iloc[1] == 0.00022 and pd.isna(shown["p_exact"].iloc[0])
+
+
+def test_side_by_side_and_final_checkpoints_follow_the_profile_arms(tmp_path: Path) -> None:
     columns = {"question": "q?", "gold": "$1", "final_notes": "notes", "answer": "a"}
     for label, verdicts in (
         ("base", ["wrong", "correct", "wrong"]),
         ("sparse__seed-0__step-20", ["wrong"] * 3),
     ):
-        folder = tmp_path / "heldout"
-        folder.mkdir(exist_ok=True)
-        pd.DataFrame({"episode_id": ["e0", "e1", "e2"], **columns, "verdict": verdicts}).to_csv(
-            folder / f"{label}.csv", index=False
-        )
-    both = cpu_proof.side_by_side("sparse__seed-0__step-20", n=2, directory=tmp_path)
+        frame = pd.DataFrame({"episode_id": ["e0", "e1", "e2"], **columns, "verdict": verdicts})
+        frame.to_csv(tmp_path / f"{label}.csv", index=False)
+    both = evidence.side_by_side(tmp_path, "sparse__seed-0__step-20", n=2)
     assert list(both["episode_id"]) == ["e1", "e0"]
-    assert list(both.columns[-1:]) == ["verdict (sparse__seed-0__step-20)"]
     models = ["base", "memory__seed-0__step-20", "sparse-lr2e-05__seed-0__step-20", "sparse__seed-0__step-10"]
     table = pd.DataFrame({"model": [*models, "sparse__seed-0__step-20"]})
-    assert cpu_proof.final_checkpoints(table) == [  # the preset's arms first: a sweep arm is a side branch
+    arms = ["sparse", "memory", "sparse-lr2e-05"]
+    assert evidence.final_checkpoints(table, arms) == [
         "sparse__seed-0__step-20",
         "memory__seed-0__step-20",
         "sparse-lr2e-05__seed-0__step-20",
     ]
 
 
-def test_a_sweep_arm_has_its_own_folder_and_label_and_changes_only_its_field() -> None:
-    preset = TrainingConfig.preset("cpu_proof")
-    same = cpu_proof.Variant(learning_rate=preset.learning_rate, stale_penalty=preset.stale_penalty_weight)
-    assert cpu_proof.proof_config("sparse", same) == cpu_proof.proof_config("sparse")
-    sweep = cpu_proof.proof_config("sparse", cpu_proof.Variant(learning_rate=1e-4))
-    assert sweep.learning_rate == 1e-4 and sweep.max_steps == preset.max_steps
-    assert sweep.output_dir.endswith("sparse-lr1e-04") and sweep.reward == "sparse"
-    no_penalty = cpu_proof.Variant(stale_penalty=0.0)
-    assert cpu_proof.proof_config("memory", no_penalty).stale_penalty_weight == 0.0
-    assert cpu_proof.proof_config("memory", no_penalty).learning_rate == preset.learning_rate
-    assert cpu_proof.run_label("sparse", 1, no_penalty) == "sparse-stale0__seed-1"
-    both = cpu_proof.Variant(learning_rate=2e-5, stale_penalty=0.5)
-    assert cpu_proof.arm_name("sparse", both) == "sparse-lr2e-05-stale0.5"
-    assert (
-        cpu_proof.reward_of("memory-lr2e-05-stale0") == "memory" and cpu_proof.reward_of("memory") == "memory"
+def test_an_unknown_model_in_an_evaluation_set_names_the_file_and_key(tmp_path: Path) -> None:
+    profile = profiles.load_profile("cpu_proof")
+    evaluation = profile.transfer.evaluations[0].model_copy(
+        update={"models": ["base", "sparse__seed-9__step-20"]}
     )
+    with pytest.raises(
+        ProfileError, match=r"cpu_proof\.yaml: transfer\.evaluations\.heldout\.models: .*seed-9"
+    ):
+        evaluation_sets.set_models(profile, evaluation, [])
 
 
-def test_sweep_runs_are_read_under_their_arm_and_reward(tmp_path: Path) -> None:
-    _write_run(tmp_path, "sparse__seed-0", [1, 1, 2, 2])
-    _write_run(tmp_path, "sparse-lr1e-04__seed-0", [1, 0, 0, 0])
-    rollouts = cpu_proof.read_rollouts(tmp_path)
-    assert set(rollouts["arm"]) == {"sparse", "sparse-lr1e-04"} and set(rollouts["reward_type"]) == {"sparse"}
-    trend = cpu_proof.trend_table(rollouts).set_index("run")
-    assert trend.loc["sparse-lr1e-04__seed-0", "last_quarter"] == "0/8"
+def _copy_committed(root: Path) -> Path:
+    shutil.copytree(COMMITTED, root / "cpu_proof")
+    return root / "cpu_proof"
 
 
-def test_replies_on_real_longmemeval_records_stay_out_of_the_committed_responses(
+def _compare_tables(produced: Path, committed: Path) -> list[str]:
+    names = sorted(path.name for path in committed.glob("*") if path.suffix in {".csv", ".md", ".png"})
+    return [name for name in names if (produced / name).read_bytes() != (committed / name).read_bytes()]
+
+
+def test_the_committed_proof_regenerates_unchanged_from_its_recorded_replies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Studies 06 and 07 on a copy of the committed files, every per-model CSV removed: 07 replays each
+    model from `responses.jsonl.gz` (no adapters) and every committed table comes out byte for byte.
+
+    The exceptions, named: the per-model CSVs differ from the committed ones in `latency_s` and
+    `cached_calls` only (a replay takes no time and is all cache hits); the timing tables (`cost`,
+    `engine_check`) read the manifests of the runs that made the replies, so they are re-derived
+    after the replay from the committed manifests; `cost` lacks the 9 rows of the whole-prompt
+    LongMemEval set, whose manifests were written into a git-ignored folder and never committed."""
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    copy = _copy_committed(tmp_path)
+    removed = sorted((copy / NOTEBOOK_TRANSFER).glob("*/*.csv"))
+    for path in removed:
+        path.unlink()
+    responses_before = (
+        COMMITTED.parent.parent / profiles.load_profile("cpu_proof").recorded_responses
+    ).read_bytes()
+    profile = profiles.load_profile("cpu_proof")
+
+    training.run_training(profile)
+    transfer.run_transfer(profile, progress=False)
+
+    assert len(removed) == 38
+    for path in removed:
+        replayed, committed = pd.read_csv(path), pd.read_csv(COMMITTED / path.relative_to(copy))
+        pd.testing.assert_frame_equal(
+            replayed.drop(columns=TIMING_COLUMNS), committed.drop(columns=TIMING_COLUMNS)
+        )
+    assert _compare_tables(copy / NOTEBOOK_TRAINING, COMMITTED / NOTEBOOK_TRAINING) == []
+    for manifest in (COMMITTED / NOTEBOOK_TRANSFER).glob("*/*.manifest.json"):
+        shutil.copyfile(manifest, copy / manifest.relative_to(COMMITTED))
+    evaluation_sets.write_evaluation_sets(profile, transfer.finished_runs(profile))
+    assert _compare_tables(copy / NOTEBOOK_TRANSFER, COMMITTED / NOTEBOOK_TRANSFER) == ["cost.csv", "cost.md"]
+    cost, committed_cost = (
+        pd.read_csv(folder / NOTEBOOK_TRANSFER / "cost.csv") for folder in (copy, COMMITTED)
+    )
+    never_committed = committed_cost["set"].eq("longmemeval") & committed_cost["engine"].eq("whole prompt")
+    assert never_committed.sum() == 9
+    pd.testing.assert_frame_equal(cost, committed_cost[~never_committed].reset_index(drop=True))
+    # a replay adds nothing to the recorded replies: the committed file is not rewritten
+    assert (profiles.REPO_ROOT / profile.recorded_responses).read_bytes() == responses_before
+
+
+def test_every_recorded_reply_names_the_commit_that_made_it_or_says_it_predates_provenance() -> None:
+    with gzip.open(COMMITTED / "responses.jsonl.gz", "rt", encoding="utf-8") as handle:
+        made_by = [json.loads(line)["made_by_commit"] for line in handle]
+    commit = re.compile(r"^[0-9a-f]{40}(-dirty)?$")
+    assert made_by and all(value == BEFORE_PROVENANCE or commit.match(value) for value in made_by)
+
+
+def test_real_longmemeval_records_leave_only_manifests_and_counts_in_git() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files", "outputs"], cwd=profiles.REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    real = [path for path in tracked if f"/{evaluation_sets.REAL_RECORDS_FOLDER}/" in path]
+    assert real and all(path.endswith(".manifest.json") for path in real)
+    assert not [
+        path for path in tracked if "longmemeval" in path and path.endswith((".jsonl", ".trajectories.jsonl"))
+    ]
+    folder = (
+        Path("outputs/cpu_proof") / NOTEBOOK_TRANSFER / evaluation_sets.REAL_RECORDS_FOLDER / "longmemeval"
+    )
+    for name in ("base.csv", "base.trajectories.jsonl"):  # what quotes the records: ignored
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(folder / name)], cwd=profiles.REPO_ROOT)
+        assert ignored.returncode == 0, name
+
+
+def test_a_real_record_set_writes_to_the_ignored_folder_and_its_own_cache(
     tmp_path: Path, tiny_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import supersede_lib.train.run as run
-
-    monkeypatch.setattr(cpu_proof, "RUNS_ROOT", tmp_path / "runs")
-    monkeypatch.setattr(run, "resolve_base_model", lambda config: str(tiny_path))
-    proof = tmp_path / "proof"
-    proof.mkdir()
-    committed = proof / cpu_proof.RESPONSES_FILE
-    committed.write_bytes(b"")  # stands for the committed export: must stay as it is
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    monkeypatch.setattr(evaluation_sets, "resolve_base_model", lambda config: str(tiny_path))
     records = Path(__file__).parent / "fixtures" / "longmemeval" / "longmemeval_oracle.json"
+    profile = profiles.load_profile("cpu_proof")
+    (real,) = [item for item in profile.transfer.evaluations if item.name == "longmemeval"]
+    real = real.model_copy(
+        update={"episodes": real.episodes.model_copy(update={"local_path": str(records)}), "models": ["base"]}
+    )
+    recorded = training.recorded_run(
+        profile, "fixed", 0, training.planned_arms(profile)[0].config, COMMITTED / NOTEBOOK_TRAINING, "sparse"
+    )
+    runs = [dataclasses.replace(recorded, recorded=False)]  # trained here, no checkpoint yet: the base live
 
-    frame = cpu_proof.evaluate("base", None, cpu_proof.LONGMEMEVAL, proof, longmemeval_path=str(records))
+    evaluation_sets.evaluate_set(profile, real, runs, progress=False)
 
-    assert len(frame) == 5  # the fixture's knowledge-update questions, answered and graded
-    assert committed.read_bytes() == b""
-    assert (tmp_path / "runs" / "responses-longmemeval.sqlite").exists()
-    assert not (tmp_path / "runs" / "responses.sqlite").exists()
+    folder = tmp_path / "cpu_proof" / NOTEBOOK_TRANSFER / evaluation_sets.REAL_RECORDS_FOLDER / "longmemeval"
+    assert len(pd.read_csv(folder / "base.csv")) == 5  # the fixture's knowledge-update questions
+    assert (tmp_path / "cpu_proof" / "cache" / evaluation_sets.REAL_RECORDS_CACHE).exists()
+    assert not (tmp_path / "cpu_proof" / "cache" / "responses.sqlite").exists()
 
 
-def test_the_prefix_cache_engine_writes_its_own_folder_and_is_checked_against_the_whole_prompt_one(
+def test_the_prefix_cache_engine_has_its_own_folder_and_replies_and_is_checked_against_the_whole_prompt(
     tmp_path: Path, tiny_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gzip
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    monkeypatch.setattr(evaluation_sets, "resolve_base_model", lambda config: str(tiny_path))
+    profile = profiles.load_profile("cpu_proof")
+    exported = tmp_path / "responses.jsonl.gz"
+    profile = profile.model_copy(update={"recorded_responses": str(exported)})  # not the committed file
+    small = profile.transfer.evaluations[0].episodes.model_copy(update={"n": 3})
+    whole, prefix = (
+        item.model_copy(update={"episodes": small, "models": ["base"]})
+        for item in profile.transfer.evaluations
+        if item.name in ("heldout", "heldout-prefix-cache")
+    )
+    recorded = training.recorded_run(
+        profile, "fixed", 0, training.planned_arms(profile)[0].config, COMMITTED / NOTEBOOK_TRAINING, "sparse"
+    )
+    runs = [dataclasses.replace(recorded, recorded=False)]
 
-    import supersede_lib.train.run as run
-    from supersede_lib.data.episodes import EpisodeSpec
+    evaluation_sets.evaluate_set(profile, whole, runs, progress=False)
+    whole_keys = {json.loads(line)["key"] for line in gzip.open(exported, "rt")}
+    evaluation_sets.evaluate_set(profile, prefix, runs, progress=False)
+    all_keys = {json.loads(line)["key"] for line in gzip.open(exported, "rt")}
 
-    monkeypatch.setattr(cpu_proof, "RUNS_ROOT", tmp_path / "runs")
-    monkeypatch.setattr(run, "resolve_base_model", lambda config: str(tiny_path))
-    small = EpisodeSpec(source="synthetic", n=3, difficulty="easy", seed=7201, n_sessions=(2, 3))
-    monkeypatch.setitem(cpu_proof.EVAL_SETS, "heldout", small)
-    proof = tmp_path / "proof"
-    _write_run(proof, "sparse__seed-0", [1, 2, 3, 4])
-
-    whole = cpu_proof.evaluate("base", None, "heldout", proof)
-    exported = cpu_proof.RESPONSES_FILE
-    whole_keys = {json.loads(line)["key"] for line in gzip.open(proof / exported, "rt")}
-    reused = cpu_proof.evaluate("base", None, "heldout", proof, prefix_cache=True)
-    all_keys = {json.loads(line)["key"] for line in gzip.open(proof / exported, "rt")}
-
-    assert (proof / "heldout" / "base.csv").exists()
-    assert (proof / f"heldout{cpu_proof.PREFIX_CACHE_SUFFIX}" / "base.csv").exists()
-    assert len(whole) == len(reused) == 3
     # the same prompts, cached apart: the second engine's replies are new entries, exported beside
     assert len(all_keys) == 2 * len(whole_keys) > 0
-    check = cpu_proof.engine_check_table("heldout", proof).set_index("model")
-    assert check.loc["base", "n"] == 3
-    assert check.loc["base", "correct_whole"] == whole["verdict"].eq("correct").sum()
-    assert 0 <= check.loc["base", "answers_identical"] <= 3 and 0 <= check.loc["base", "verdicts_agree"] <= 3
-    tables = cpu_proof.write_report(proof)
-    assert cpu_proof.ENGINE_CHECK in tables and (proof / f"{cpu_proof.ENGINE_CHECK}.md").exists()
-    assert "prompt-prefix cache" in cpu_proof.report_section(proof)
-    # the faster engine's own accuracy table, and what each evaluation cost
-    assert list(tables[f"heldout{cpu_proof.PREFIX_CACHE_SUFFIX}"]["model"]) == ["base"]
-    cost = tables[cpu_proof.COST].set_index("engine")
+    folders = [evaluation_sets.set_folder(profile, item) for item in (whole, prefix)]
+    check = evidence.engine_check_table(*folders).set_index("model")
+    assert check.loc["base", "n"] == 3 and 0 <= check.loc["base", "verdicts_agree"] <= 3
+    cost = evidence.cost_table(tmp_path / "none", [(folders[0], False), (folders[1], True)]).set_index(
+        "engine"
+    )
     assert cost.loc["whole prompt", "calls"] == cost.loc["prefix cache", "calls"] > 0
     assert cost.loc["prefix cache", "live_calls"] == cost.loc["prefix cache", "calls"]  # nothing replayed
-    assert "prompt-prefix engine" in cpu_proof.report_section(proof)
-
-
-def test_training_minutes_add_every_session_of_a_resumed_run(tmp_path: Path) -> None:
-    _write_run(tmp_path, "sparse__seed-2", [1, 2, 3])
-    runs = tmp_path / "runs"
-    steps = [
-        (1, 60.0),
-        (2, 90.0),
-        (2, 120.0),
-        (3, 30.0),
-    ]  # step 2 ran again after a resume: its last record counts
-    (runs / "sparse__seed-2.metrics.jsonl").write_text(
-        "\n".join(
-            json.dumps({"step": step, "kind": "train", "step_time": seconds}) for step, seconds in steps
-        )
-        + "\n"
-    )
-    summary = {"final_step": 3, "wall_time_s": 30.0}  # the last session's wall time only
-    (runs / "sparse__seed-2.run_summary.json").write_text(json.dumps(summary))
-    (runs / "sparse__seed-2.training_config.json").write_text(json.dumps({"share_prompt_prefix": True}))
-    (row,) = cpu_proof.cost_table(tmp_path).to_dict("records")
-    assert row["part"] == "train" and row["engine"] == "shared prefix" and row["steps"] == 3
-    assert row["minutes"] == 3.5  # (60 + 120 + 30) s
-
-
-def test_the_markdown_tables_keep_small_p_values_readable() -> None:
-    table = pd.DataFrame({"accuracy": [0.25, 0.4912], "p_exact": [float("nan"), 0.000222]})
-    shown = cpu_proof._for_display(table)
-    assert list(shown["accuracy"]) == [0.25, 0.491]
-    assert shown["p_exact"].iloc[1] == 0.00022 and pd.isna(shown["p_exact"].iloc[0])
-
-
-def test_notes_payoff_compares_written_and_empty_notes_early_and_counts_empty_notes_late(
-    tmp_path: Path,
-) -> None:
-    _write_run(tmp_path, "sparse__seed-0", [1, 2, 1, 1, 2, 2, 6, 7])
-    rollouts = cpu_proof.read_rollouts(tmp_path)
-    rollouts.loc[
-        (rollouts["step"] == 1) & rollouts["notes_empty"], "reward"
-    ] = -1.0  # one step of punished guesses
-    payoff = cpu_proof.notes_payoff_table(rollouts).set_index("run").loc["sparse__seed-0"]
-    # first half = steps 1-4: 5 rollouts wrote notes (all correct), 27 left them empty (7 of them at -1)
-    assert (payoff["notes_written"], payoff["notes_empty"]) == (5, 27)
-    assert payoff["reward_notes_written"] == 1.0 and payoff["punished_share_written"] == 0.0
-    assert payoff["reward_notes_empty"] == pytest.approx(-7 / 27)
-    assert payoff["notes_empty_last_quarter"] == pytest.approx(3 / 16)  # steps 7-8: 13 of 16 wrote notes

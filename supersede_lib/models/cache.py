@@ -43,6 +43,7 @@ from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfi
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 60.0
+BEFORE_PROVENANCE = "recorded-before-provenance"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

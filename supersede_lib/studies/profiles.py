@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from supersede_lib.data.episodes import EpisodeSpec
 from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
@@ -32,7 +41,7 @@ from supersede_lib.train.config import CURRICULUM_MODES, DEFAULT_REWARD, PRESETS
 
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
-PROFILES = ("smoke", "offline", "local", "paper", "colab")
+PROFILES = ("smoke", "offline", "local", "paper", "colab", "cpu_proof")
 
 Count = Annotated[int, Strict(), Field(ge=1)]
 Seed = Annotated[int, Strict(), Field(ge=0)]
@@ -89,6 +98,43 @@ class SaturationBlock(_Block):
     episodes: EpisodeSpec
 
 
+def _check_training_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Only `TrainingConfig` fields, and never the reward (the block's or the arm's `reward` chooses it)."""
+    known = set(TrainingConfig.__dataclass_fields__)
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown TrainingConfig field(s) {', '.join(unknown)}")
+    if "reward" in overrides:
+        raise ValueError(
+            "reward: chosen by training.rewards (e.g. rewards: [sparse, memory]) or an arm's reward, "
+            "not by overrides"
+        )
+    return overrides
+
+
+ArmName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+-]*$")]
+
+
+class TrainingArm(_Block):
+    """One named arm of a sweep: a reward, a curriculum and its own departures from the preset.
+
+    `name` is the arm's run folder and the prefix of its run labels (`<name>__seed-N`); the CPU
+    proof's `sparse-stale0` is the sparse reward with `overrides: {stale_penalty_weight: 0.0}`.
+    `seeds` replaces the block's seeds for this arm (a sweep arm may run fewer).
+    """
+
+    name: ArmName
+    reward: Literal[REWARDS] = DEFAULT_REWARD
+    curriculum: Literal[CURRICULUM_MODES] = "fixed"
+    seeds: list[Seed] | None = Field(default=None, min_length=1)
+    overrides: dict[str, Any] = Field(default_factory=dict)  # TrainingConfig fields, after the block's
+
+    @field_validator("overrides")
+    @classmethod
+    def _known_training_fields(cls, overrides: dict[str, Any]) -> dict[str, Any]:
+        return _check_training_overrides(overrides)
+
+
 class TrainingBlock(_Block):
     """06: one GRPO run per (reward, curriculum, seed) from a `TrainingConfig` preset plus `overrides`.
 
@@ -96,7 +142,8 @@ class TrainingBlock(_Block):
     `memory` (plus credit when the notes hold the current value). A sparse run keeps the folder and
     label it had before rewards were listed here (`runs/fixed/seed-0`, `fixed__seed-0`); another
     reward adds itself to the arm (`runs/fixed__memory-reward/seed-0`, `fixed__memory-reward__seed-0`).
-    Only `rewards` chooses the reward: `overrides` may not set it.
+    Only `rewards` chooses the reward: `overrides` may not set it. `arms` replaces the rewards x
+    curricula grid with named arms, so a sweep (stale penalty, learning rate) is data too.
     """
 
     preset: Literal[PRESETS]
@@ -104,26 +151,71 @@ class TrainingBlock(_Block):
     curricula: list[Literal[CURRICULUM_MODES]] = Field(default=["fixed"], min_length=1)
     rewards: list[Literal[REWARDS]] = Field(default=[DEFAULT_REWARD], min_length=1)
     overrides: dict[str, Any] = Field(default_factory=dict)  # any TrainingConfig field but the reward
+    arms: list[TrainingArm] | None = Field(default=None, min_length=1)
 
     @field_validator("overrides")
     @classmethod
     def _known_training_fields(cls, overrides: dict[str, Any]) -> dict[str, Any]:
-        known = set(TrainingConfig.__dataclass_fields__)
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ValueError(f"unknown TrainingConfig field(s) {', '.join(unknown)}")
-        if "reward" in overrides:
-            raise ValueError(
-                "reward: chosen by training.rewards (e.g. rewards: [sparse, memory]), not by overrides"
-            )
-        return overrides
+        return _check_training_overrides(overrides)
+
+    @model_validator(mode="after")
+    def _arms_or_grid(self) -> TrainingBlock:
+        if self.arms is not None and {"curricula", "rewards"} & self.model_fields_set:
+            raise ValueError("name each arm's reward and curriculum under arms:, not in rewards/curricula")
+        names = [arm.name for arm in self.arms or ()]
+        if len(set(names)) != len(names):
+            raise ValueError(f"arm names must differ (got {names})")
+        return self
+
+
+ENGINES = ("whole_prompt", "prefix_cache")
+
+
+class EvaluationSet(_Block):
+    """One named evaluation set of 07: its episodes, the engine, and which models it judges.
+
+    `engine: prefix_cache` reuses the keys and values of the shared prompt prefix (a second, faster
+    engine whose replies are cached apart). `models` names `base` and checkpoint labels
+    (`sparse__seed-0__step-20`); unset, the base and every checkpoint. LongMemEval episodes are
+    real records: their per-question files and replies stay out of git (only counts and verdicts
+    are committed), and the set is skipped where its `local_path` file is absent.
+    """
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")]
+    episodes: EpisodeSpec
+    engine: Literal[ENGINES] = "whole_prompt"
+    models: list[str] | None = Field(default=None, min_length=1)
+
+    @property
+    def real_records(self) -> bool:
+        """Real LongMemEval text: never committed."""
+        return self.episodes.source == "longmemeval"
 
 
 class TransferBlock(_Block):
-    """07: base and every checkpoint on these held-out episodes (budget: the training run's if unset)."""
+    """07: base and every checkpoint on these held-out episodes (budget: the training run's if unset).
 
-    episodes: EpisodeSpec
+    `episodes` feeds Table 3 and Figure 4b; `evaluations` lists named sets (held out, harder, real
+    records; either engine), each judged against the base in its own table. `max_tokens_from_training`
+    caps every reply at the training's `max_completion_length`, the cap the policy learned under (a
+    rambling policy would otherwise run to the evaluation's larger default, text the budget cuts
+    anyway); `merge_adapter` folds each adapter into the weights once (faster generation).
+    """
+
+    episodes: EpisodeSpec | None = None
     notes_budget_chars: Count | None = None
+    evaluations: list[EvaluationSet] = Field(default_factory=list)
+    max_tokens_from_training: bool = False
+    merge_adapter: bool = False
+
+    @model_validator(mode="after")
+    def _something_to_evaluate(self) -> TransferBlock:
+        if self.episodes is None and not self.evaluations:
+            raise ValueError("set episodes: (Table 3) or list evaluation sets under evaluations:")
+        names = [item.name for item in self.evaluations]
+        if len(set(names)) != len(names):
+            raise ValueError(f"evaluation set names must differ (got {names})")
+        return self
 
 
 class OverviewBlock(_Block):

@@ -4,7 +4,7 @@ The report re-runs nothing. It collects what each study notebook wrote (summary.
 Markdown tables beside the paper's numbers, run manifests) and the exact configuration that
 produced them (the profile YAML, model names, n, git commit), so a reader can check every
 number against its source file. Sections 06/07 (training, transfer) are included when their
-output folders exist; the CPU proof (`06_grpo_training/cpu_proof/`) sits under 06.
+output folders exist (the CPU proof is its own profile, `cpu_proof`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from supersede_lib.eval.agreement import (
     grade_labelled_answers,
     read_labelled_answers,
 )
-from supersede_lib.studies import cpu_proof, profiles
+from supersede_lib.studies import profiles
 from supersede_lib.studies.common import (
     NOTEBOOK_DATA,
     NOTEBOOK_ENVIRONMENT,
@@ -233,8 +233,6 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
     lines.append(instrument_section(Path(output_root or profiles.OUTPUT_ROOT)))
     for name, title in (*STUDY_SECTIONS, *((name, name) for name in extra)):
         lines.append(study_section(root / name, title, root))
-        if name == NOTEBOOK_TRAINING:
-            lines.append(cpu_proof.report_section(root / name / cpu_proof.PROOF_DIR.name, root))
     lines += [
         "## Configuration",
         "",

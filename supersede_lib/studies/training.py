@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from supersede_lib.eval.run_files import portable_paths
-from supersede_lib.studies import paper_results, profiles
+from supersede_lib.studies import evidence, paper_results, profiles
 from supersede_lib.studies.common import (
     NOTEBOOK_TRAINING,
     StudyResult,
@@ -37,7 +37,7 @@ from supersede_lib.studies.common import (
     record_summary,
     write_table,
 )
-from supersede_lib.studies.profiles import Profile, TrainingBlock
+from supersede_lib.studies.profiles import Profile, TrainingArm, TrainingBlock
 from supersede_lib.train.config import (
     CONFIG_FILE,
     DEFAULT_REWARD,
@@ -92,15 +92,60 @@ def training_config_for(profile: Profile, curriculum: str, reward: str = DEFAULT
     )
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One arm to train: its name (run folder, prefix of its run labels), curriculum, config, seeds."""
+
+    name: str
+    curriculum: str
+    config: TrainingConfig
+    seeds: tuple[int, ...]
+
+
+def named_arm_config(profile: Profile, arm: TrainingArm) -> TrainingConfig:
+    """The `TrainingConfig` of a named arm: the preset, the block's overrides, then the arm's own."""
+    block: TrainingBlock = profile.require("training")
+    return TrainingConfig.preset(
+        block.preset,
+        **{"prompt_variant": profile.prompt_variant, **block.overrides, **arm.overrides},
+        curriculum=arm.curriculum,
+        reward=arm.reward,
+        output_dir=str(runs_root(profile) / arm.name),
+    )
+
+
+def planned_arms(
+    profile: Profile, *, curricula: Sequence[str] | None = None, rewards: Sequence[str] | None = None
+) -> list[Arm]:
+    """Every arm to train: the block's named `arms`, else rewards x curricula (rewards outermost).
+
+    `curricula` and `rewards` keep only the arms with those values (all of the block's when None).
+    """
+    block: TrainingBlock = profile.require("training")
+    if block.arms is None:
+        return [
+            Arm(
+                run_arm(curriculum, reward),
+                curriculum,
+                training_config_for(profile, curriculum, reward),
+                tuple(block.seeds),
+            )
+            for reward in (rewards if rewards is not None else block.rewards)
+            for curriculum in (curricula if curricula is not None else block.curricula)
+        ]
+    return [
+        Arm(arm.name, arm.curriculum, named_arm_config(profile, arm), tuple(arm.seeds or block.seeds))
+        for arm in block.arms
+        if (rewards is None or arm.reward in rewards) and (curricula is None or arm.curriculum in curricula)
+    ]
+
+
 def arm_configs(
     profile: Profile, *, curricula: Sequence[str] | None = None, rewards: Sequence[str] | None = None
 ) -> list[tuple[str, TrainingConfig]]:
-    """(curriculum, config) of every arm to train, rewards outermost; the block's unless named."""
-    block: TrainingBlock = profile.require("training")
+    """(curriculum, config) of every arm to train (`planned_arms`)."""
     return [
-        (curriculum, training_config_for(profile, curriculum, reward))
-        for reward in (rewards if rewards is not None else block.rewards)
-        for curriculum in (curricula if curricula is not None else block.curricula)
+        (arm.curriculum, arm.config) for arm in planned_arms(profile, curricula=curricula, rewards=rewards)
     ]
 
 
@@ -144,6 +189,7 @@ class TrainedRun:
     config: TrainingConfig
     result: TrainingResult
     recorded: bool = False  # read back from the committed copies: no run folder, no adapters here
+    arm: str | None = None  # a named arm (`training.arms`); else run_arm(curriculum, reward)
 
     @property
     def reward(self) -> str:
@@ -152,6 +198,8 @@ class TrainedRun:
 
     @property
     def label(self) -> str:
+        if self.arm is not None:
+            return f"{self.arm}__seed-{self.seed}"
         return run_label(self.curriculum, self.seed, self.reward)
 
     @property
@@ -274,7 +322,12 @@ def _recorded_file_names(label: str) -> list[str]:
 
 
 def recorded_run(
-    profile: Profile, curriculum: str, seed: int, config: TrainingConfig, directory: Path | None = None
+    profile: Profile,
+    curriculum: str,
+    seed: int,
+    config: TrainingConfig,
+    directory: Path | None = None,
+    arm: str | None = None,
 ) -> TrainedRun | None:
     """The run read back from the copies committed beside study 06, or None.
 
@@ -283,7 +336,7 @@ def recorded_run(
     and summary are the committed ones; the adapters are not in the checkout.
     """
     directory = directory or profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING
-    label = run_label(curriculum, seed, config.reward)
+    label = f"{arm}__seed-{seed}" if arm is not None else run_label(curriculum, seed, config.reward)
     metrics, _, summary, saved_config = (directory / name for name in _recorded_file_names(label))
     if not (metrics.exists() and summary.exists() and saved_config.exists()):
         return None
@@ -293,7 +346,7 @@ def recorded_run(
         return None
     result = read_run_summary(summary)
     result = dataclasses.replace(result, output_dir=directory, metrics_path=metrics)
-    return TrainedRun(curriculum, seed, config, result, recorded=True)
+    return TrainedRun(curriculum, seed, config, result, recorded=True, arm=arm)
 
 
 def train_runs(
@@ -311,19 +364,19 @@ def train_runs(
     calls this and trains the same runs together.
     """
     profile = profiles.as_profile(profile)
-    block: TrainingBlock = profile.require("training")
     runs = []
-    for curriculum, config in arm_configs(profile, curricula=curricula, rewards=rewards):
-        for seed in seeds if seeds is not None else block.seeds:
-            started = (run_dir_for(config, seed) / CONFIG_FILE).exists()
+    for arm in planned_arms(profile, curricula=curricula, rewards=rewards):
+        for seed in seeds if seeds is not None else arm.seeds:
+            started = (run_dir_for(arm.config, seed) / CONFIG_FILE).exists()
             recorded = None
             if not started and not profiles.live_calls_forced():
-                recorded = recorded_run(profile, curriculum, seed, config)
+                recorded = recorded_run(profile, arm.curriculum, seed, arm.config, arm=arm.name)
             if recorded is not None:
                 print(f"{recorded.label}: read back from the committed run files (no adapters here)")
                 runs.append(recorded)
             else:
-                runs.append(TrainedRun(curriculum, seed, config, train(config, seed)))
+                trained = train(arm.config, seed)
+                runs.append(TrainedRun(arm.curriculum, seed, arm.config, trained, arm=arm.name))
     return runs
 
 
@@ -424,6 +477,7 @@ def write_training(result: TrainingStudyResult, directory: Path | None = None) -
         ),
     )
     result.figures["figure4a"] = plots.save_figure(figure, directory / "figure4a_training_reward.png")
+    tables += evidence.write_training_evidence(directory)  # trend and notes payoff, from the rollouts
     numbers = _training_numbers(result)
     config = {
         "training": profile.require("training").model_dump(mode="json"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -44,16 +44,19 @@ from supersede_lib.studies.common import (
     study_progress,
     write_table,
 )
-from supersede_lib.studies.profiles import Profile, TrainingBlock, TransferBlock
+from supersede_lib.studies.profiles import Profile, ProfileError, TransferBlock
 from supersede_lib.studies.training import (
     PAPER_MODEL,
     TrainedRun,
-    arm_configs,
     model_label,
+    planned_arms,
     recorded_run,
 )
 from supersede_lib.train.config import CURRICULUM_MODES, REWARDS, SUMMARY_FILE
 from supersede_lib.train.run import read_run_summary, resolve_base_model, run_dir_for
+
+if TYPE_CHECKING:
+    from supersede_lib.studies.evaluation_sets import EvaluationSetsResult
 
 
 @dataclass
@@ -117,13 +120,13 @@ def finished_runs(profile: Profile) -> list[TrainedRun]:
     A run with no folder here is the committed one (`training.recorded_run`) unless live calls
     are forced; its adapters are absent, so 07 replays its recorded replies.
     """
-    block: TrainingBlock = profile.require("training")
     runs = []
-    for curriculum, config in arm_configs(profile):
-        for seed in block.seeds:
+    for arm in planned_arms(profile):
+        curriculum, config = arm.curriculum, arm.config
+        for seed in arm.seeds:
             summary = run_dir_for(config, seed) / SUMMARY_FILE
             if not summary.exists() and not profiles.live_calls_forced():
-                recorded = recorded_run(profile, curriculum, seed, config)
+                recorded = recorded_run(profile, curriculum, seed, config, arm=arm.name)
                 if recorded is not None and recorded.checkpoints:
                     runs.append(recorded)
                     continue
@@ -132,7 +135,7 @@ def finished_runs(profile: Profile) -> list[TrainedRun]:
                     f"no finished training run at {summary.parent}: run notebook 06 ({NOTEBOOK_TRAINING}) for "
                     f"profile {profile.name!r} first"
                 )
-            run = TrainedRun(curriculum, seed, config, read_run_summary(summary))
+            run = TrainedRun(curriculum, seed, config, read_run_summary(summary), arm=arm.name)
             if not run.checkpoints:
                 raise FileNotFoundError(f"{summary.parent} holds no adapter checkpoint: re-run notebook 06")
             runs.append(run)
@@ -377,6 +380,8 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
     """
     profile = profiles.as_profile(profile)
     block: TransferBlock = profile.require("transfer")
+    if block.episodes is None:
+        raise ProfileError(f"{profile.source}: transfer.episodes: missing (Table 3 needs it)")
     directory = profiles.output_dir(profile, NOTEBOOK_TRANSFER)
     runs = finished_runs(profile)
     base_path = resolve_base_model(runs[0].config)
@@ -587,9 +592,26 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
     return record_summary(result, directory, NOTEBOOK_TRANSFER, numbers, tables, config, extra)
 
 
-def run_transfer(profile: str | Profile, *, progress: bool = True) -> TransferResult:
-    """Paper Table 3 / Figure 4b: base vs every checkpoint, bounded memory, matcher, held-out data."""
-    return write_transfer(analyse_transfer(evaluate_checkpoints(profile, progress=progress)))
+def run_transfer(profile: str | Profile, *, progress: bool = True) -> TransferResult | EvaluationSetsResult:
+    """Paper Table 3 / Figure 4b: base vs every checkpoint, bounded memory, matcher, held-out data.
+
+    A profile that lists named evaluation sets (`transfer.evaluations`, e.g. the CPU proof's held-out,
+    harder and real-record sets under either engine) gets each set's table, the engine check, the
+    cost and the figure (`studies.evaluation_sets`); with `transfer.episodes` it gets Table 3 too.
+    """
+    from supersede_lib.studies import evaluation_sets  # it builds on this module's replay helpers
+
+    profile = profiles.as_profile(profile)
+    block: TransferBlock = profile.require("transfer")
+    result = None
+    if block.episodes is not None:
+        result = write_transfer(analyse_transfer(evaluate_checkpoints(profile, progress=progress)))
+    if not block.evaluations:
+        return result
+    runs = finished_runs(profile)
+    evaluation_sets.evaluate_sets(profile, runs, progress=progress)
+    sets = evaluation_sets.write_evaluation_sets(profile, runs)
+    return result if result is not None else sets
 
 
 def transfer_summary_line(result: TransferResult) -> str:

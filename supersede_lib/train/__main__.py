@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from supersede_lib.studies import profiles
-from supersede_lib.studies.training import TrainedRun, arm_configs, run_label, train_runs
+from supersede_lib.studies.training import TrainedRun, arm_configs, planned_arms, train_runs
 from supersede_lib.train.config import CURRICULUM_MODES, REWARDS, TrainingConfig
 from supersede_lib.train.processes import is_main_process, leave_process_group, process_count
 from supersede_lib.train.run import (
@@ -183,13 +183,17 @@ def _same_kind(value: Any, expected: Any) -> bool:
 
 
 def describe_plan(
-    profile: profiles.Profile, curricula: Sequence[str], seeds: Sequence[int], rewards: Sequence[str]
+    profile: profiles.Profile,
+    curricula: Sequence[str] | None,
+    seeds: Sequence[int] | None,
+    rewards: Sequence[str] | None,
 ) -> list[str]:
     """One entry per run: its folder, arm, what `train` would do with it, and its batch under this launch."""
     processes = process_count()
     lines = []
-    for curriculum, config in arm_configs(profile, curricula=curricula, rewards=rewards):
-        for seed in seeds:
+    for arm in planned_arms(profile, curricula=curricula, rewards=rewards):
+        curriculum, config = arm.curriculum, arm.config
+        for seed in seeds or arm.seeds:
             run_dir = run_dir_for(config, seed)
             finished, checkpoints = finished_run(config, seed), list_checkpoints(run_dir)
             try:
@@ -209,10 +213,8 @@ def describe_plan(
                 f"{config.trajectories_per_step * processes} trajectories per step = {processes} process(es)"
                 f" x {config.episodes_per_step} episode(s) x group {config.num_generations}"
             )
-            arm = f"{config.reward} reward, {curriculum} curriculum"
-            lines.append(
-                f"{run_label(curriculum, seed, config.reward)}: {run_dir}\n  {arm}\n  {state}\n  {batch}"
-            )
+            described = f"{config.reward} reward, {curriculum} curriculum"
+            lines.append(f"{arm.name}__seed-{seed}: {run_dir}\n  {described}\n  {state}\n  {batch}")
     return lines
 
 
@@ -230,9 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     profile = load_training_profile(parser, args)
-    curricula = args.curriculum or profile.training.curricula
-    rewards = args.reward or profile.training.rewards
-    seeds = args.seed or profile.training.seeds
+    named_arms = profile.training.arms is not None  # each named arm keeps its own seeds
+    curricula = args.curriculum or (None if named_arms else profile.training.curricula)
+    rewards = args.reward or (None if named_arms else profile.training.rewards)
+    seeds = args.seed or (None if named_arms else profile.training.seeds)
     try:
         if args.dry_run:
             lines = [f"profile {profile.name} ({profile.source}), {process_count()} process(es):"]
