@@ -21,9 +21,6 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR_NAME = "outputs"  # written by the studies themselves: not part of the code's state
 ALLOW_DIRTY_ENV = "SUPERSEDE_ALLOW_DIRTY"
-# the commit a recorded reply carries when it was recorded before replies kept their commit and
-# the run that made it can no longer be named: explicit, never a silent null
-BEFORE_PROVENANCE = "recorded-before-provenance"
 
 
 class DirtyCheckoutError(RuntimeError):
