@@ -29,6 +29,16 @@ NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
 REPLAY_ROOT = profiles.REPO_ROOT / ".replay"  # git-ignored scratch: where a replay writes
 OUTPUT_DIR_ENV = "SUPERSEDE_OUTPUT_DIR"
 MODES = ("replay", "run", "live", "record")
+# the profile blocks each notebook needs: a profile without them skips the notebook (cpu_proof: 06-07)
+NOTEBOOK_BLOCKS = {
+    "01": ("isolation", "scale"),
+    "02": ("isolation",),
+    "03": ("frontier",),
+    "04": ("scale",),
+    "05": ("environment", "saturation"),
+    "06": ("training",),
+    "07": ("transfer",),
+}
 MODES_HELP = """modes:
   (default)  a profile with a committed record (outputs/<profile>/ in git) is REPLAYED: recorded
              replies -> a scratch folder (.replay/); every committed table is compared with its
@@ -147,7 +157,7 @@ def reproduce(
     if mode in ("replay", "record") and default_mode(profile) != "replay":
         raise ValueError(f"profile {profile}: no committed record under outputs/{profile}/ to {mode}")
     loaded = profiles.load_profile(profile)  # fail fast on an unknown profile
-    paths = notebook_paths(only, notebooks_dir)
+    paths = runnable_notebooks(loaded, notebook_paths(only, notebooks_dir), log)
     committed_root = profiles.OUTPUT_ROOT
     if mode != "replay":
         check_clean_for_results(committed_root / profile)
@@ -199,6 +209,26 @@ def _run_notebooks(
             recorded = profiles.save_recorded_responses(profile)
             if recorded is not None:
                 log(f"recorded responses: {recorded} replies -> {profile.recorded_responses}")
+
+
+def runnable_notebooks(
+    profile: profiles.Profile, paths: list[Path], log: Callable[[str], None] = print
+) -> list[Path]:
+    """The notebooks whose profile blocks exist; each skipped one is named with the block it lacks."""
+    kept = []
+    for path in paths:
+        missing = [
+            block for block in NOTEBOOK_BLOCKS.get(path.name[:2], ()) if getattr(profile, block) is None
+        ]
+        if missing:
+            log(f"skipped {path.name}: profile {profile.name} has no {', '.join(missing)} block")
+        else:
+            kept.append(path)
+    if not kept:
+        raise ValueError(
+            f"profile {profile.name}: none of the chosen notebooks has its blocks in {profile.source}"
+        )
+    return kept
 
 
 def default_mode(profile: str) -> str:

@@ -131,7 +131,17 @@ def test_a_moved_number_names_the_tables_and_the_cells(tmp_path: Path) -> None:
     moved = {difference.path: difference.detail for difference in verdict.differences}
     assert set(moved) == {"02_isolation/run.csv", "02_isolation/table.md", "02_isolation/summary.json"}
     assert "row 0 verdict: committed 'correct', replay 'stale'" in moved["02_isolation/run.csv"]
-    assert "3 committed tables differ" in verdict.summary_line() and "--record" in verdict.report()
+    assert "3 of 3 committed tables differ" in verdict.summary_line() and "--record" in verdict.report()
+
+
+def test_a_table_the_record_lacks_fails_the_check(tmp_path: Path) -> None:
+    committed = _tree(tmp_path / "committed")
+    started = time.time() - 1
+    replay = _tree(tmp_path / "replay")
+    (replay / "02_isolation" / "new_table.md").write_text("| a |\n| --- |\n| 1 |\n")
+    verdict = verify.compare_trees("p", committed, replay, started)
+    assert not verdict.ok and verdict.missing == ["02_isolation/new_table.md"]
+    assert "not in the record: 02_isolation/new_table.md" in verdict.summary_line()
 
 
 def test_files_the_replay_did_not_write_are_listed_apart_not_counted_as_reproduced(tmp_path: Path) -> None:

@@ -49,21 +49,29 @@ class Verdict:
     reproduced: list[str] = field(default_factory=list)
     differences: list[TableDifference] = field(default_factory=list)
     not_regenerated: list[str] = field(default_factory=list)  # recorded inputs the replay only reads
-    missing: list[str] = field(default_factory=list)  # replay tables with no committed counterpart
+    missing: list[str] = field(default_factory=list)  # tables the code now writes that the record lacks
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        """Every committed table reproduced, and the record holds every table the code writes."""
+        return not self.differences and not self.missing
 
     def summary_line(self) -> str:
         """The one-line verdict a user reads first."""
         if self.ok:
             return f"all {len(self.reproduced)} committed tables reproduced (profile {self.profile})"
-        names = ", ".join(difference.path for difference in self.differences)
-        return (
-            f"{len(self.differences)} of {len(self.reproduced) + len(self.differences)} committed tables "
-            f"differ from their replay (profile {self.profile}): {names}"
-        )
+        parts = []
+        if self.differences:
+            names = ", ".join(difference.path for difference in self.differences)
+            total = len(self.reproduced) + len(self.differences)
+            parts.append(
+                f"{len(self.differences)} of {total} committed tables differ from their replay: {names}"
+            )
+        if self.missing:
+            parts.append(
+                f"{len(self.missing)} tables the code writes are not in the record: {', '.join(self.missing)}"
+            )
+        return f"profile {self.profile}: " + "; ".join(parts)
 
     def report(self) -> str:
         """The verdict with every difference, and what the replay did not regenerate."""
