@@ -39,11 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.agent.episode import Episode
 from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
 from supersede_lib.bench_prefix import prefix_cache_bench, prefix_cache_table
 from supersede_lib.bench_train_prefix import train_prefix_bench, train_prefix_table
 from supersede_lib.data.synthetic import generate_episodes
-from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.cache import CachedChatModel, ResponseCache

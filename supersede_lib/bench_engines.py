@@ -20,6 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import (
@@ -36,7 +37,6 @@ from supersede_lib.models.engine import (
     read_cpuinfo,
 )
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
-from supersede_lib.rollout import CONDITIONS
 
 ENGINE_ORDER = ("llamacpp", "transformers")
 

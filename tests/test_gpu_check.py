@@ -78,7 +78,7 @@ def test_the_logit_check_catches_a_prefix_cache_that_lost_the_prefix(
 ) -> None:
     from transformers import DynamicCache
 
-    from supersede_lib import prompts
+    from supersede_lib.agent import prompts
     from supersede_lib.models.hf import HFChatModel, PromptPrefixCache
     from supersede_lib.models.tiny import build_tiny_model
 

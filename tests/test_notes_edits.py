@@ -3,9 +3,9 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from supersede_lib.notes_edits import apply_line_edits, parse_edit_lines
-from supersede_lib.prompts import is_empty_notes
-from supersede_lib.rollout import make_rollout
+from supersede_lib.agent.notes_edits import apply_line_edits, parse_edit_lines
+from supersede_lib.agent.prompts import is_empty_notes
+from supersede_lib.agent.rollout import make_rollout
 from tests.test_rollout import _all_text, _episode
 
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, PROMPT_VARIANTS, is_notes_request
-from supersede_lib.rollout import (
+from supersede_lib.agent.episode import Episode, Session, Turn
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, PROMPT_VARIANTS, is_notes_request
+from supersede_lib.agent.rollout import (
     BoundedMemoryRollout,
     FullContextRollout,
     make_rollout,

@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.agent.episode import Episode, Session, Turn
+from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.eval import runner
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import notes_holdings
@@ -39,7 +40,6 @@ from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, ChatResult, ModelConfigError
 from supersede_lib.models.local_server import LocalOpenAIServer, ScriptedFailure
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.rollout import BoundedMemoryRollout
 
 CITY_PATTERN = re.compile(r"my city is (\w+)")
 EPISODE_TAG = re.compile(r"\[([\w-]+)\]")
@@ -465,7 +465,7 @@ import json, sys
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 
 base_url, cache_path, episodes_path = sys.argv[1:4]
 episodes = [Episode.from_dict(record) for record in json.load(open(episodes_path))]

@@ -228,8 +228,8 @@ def test_a_training_step_sends_the_prefix_gradient_before_the_optimiser_steps(
 def test_generation_with_the_shared_prefix_matches_trls(
     tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from supersede_lib.agent.rollout import BoundedMemoryRollout
     from supersede_lib.data import synthetic
-    from supersede_lib.rollout import BoundedMemoryRollout
 
     trainer = _fp32_tiny_trainer(tiny_model_path, tmp_path, max_completion_length=8)
     episodes = synthetic.generate_episodes(3, seed=5, difficulty="easy")

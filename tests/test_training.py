@@ -16,12 +16,12 @@ pytest.importorskip("peft")
 
 from transformers import TrainerCallback  # noqa: E402
 
+from supersede_lib.agent.episode import Episode, Session, Turn  # noqa: E402
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
+from supersede_lib.agent.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.data import synthetic  # noqa: E402
-from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
 from supersede_lib.eval.matcher import score_answer, score_episode_answer  # noqa: E402
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
-from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.curriculum import Curriculum  # noqa: E402

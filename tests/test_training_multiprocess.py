@@ -36,9 +36,9 @@ pytest.importorskip("peft")
 
 from transformers import TrainerCallback  # noqa: E402
 
-from supersede_lib.episode import Episode  # noqa: E402
+from supersede_lib.agent.episode import Episode  # noqa: E402
+from supersede_lib.agent.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.models.hf import GGUF_CACHE_ENV  # noqa: E402
-from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
 from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.studies import transfer as transfer_study  # noqa: E402

@@ -19,7 +19,7 @@ from typing import Any, get_args
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.judge import LongMemEvalJudge, agreement_from_pairs
 from supersede_lib.eval.matcher import Verdict, score_answer
 from supersede_lib.eval.run_files import REPO_ROOT

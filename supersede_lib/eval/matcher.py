@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.matcher_text import (
     LIST,
     MONTHS,

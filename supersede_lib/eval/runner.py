@@ -1,6 +1,6 @@
 """The evaluation runner every study notebook uses.
 
-`run_condition` drives the rollout core (`supersede_lib.rollout`) over many questions at once:
+`run_condition` drives the rollout core (`supersede_lib.agent.rollout`) over many questions at once:
 questions run concurrently (bounded by a `models.rate_limit.AdaptiveLimit`, which halves while
 the server answers 429 and grows back after), the sessions of one question strictly in order. Each question becomes one tidy row (matcher verdict, optional judge verdict,
 tokens, latency, calls), each rollout one trajectory record (the notes after every session and
@@ -30,20 +30,20 @@ from typing import Any, Literal, TypeVar
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
+from supersede_lib.agent.rollout import (
+    PAPER_NOTES_BUDGET_CHARS,
+    BoundedMemoryRollout,
+    Rollout,
+    make_rollout,
+)
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
 from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
 from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
 from supersede_lib.models.rate_limit import AdaptiveLimit
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
-from supersede_lib.rollout import (
-    PAPER_NOTES_BUDGET_CHARS,
-    BoundedMemoryRollout,
-    Rollout,
-    make_rollout,
-)
 
 T = TypeVar("T")
 

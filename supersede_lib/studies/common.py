@@ -21,7 +21,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, failure_counts
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import aggregate_memory_metrics
@@ -29,7 +30,6 @@ from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import default_run_name, git_commit, portable_paths
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
-from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import profiles
 from supersede_lib.studies.profiles import Profile
 

@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, field_validator
 
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
+from supersede_lib.agent.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import EpisodeSpec
 from supersede_lib.eval.run_files import REPO_ROOT, git_commit
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
@@ -26,8 +28,6 @@ from supersede_lib.models.chat import ChatModel
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import make_chat_model
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
-from supersede_lib.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.train.config import CURRICULUM_MODES, DEFAULT_REWARD, PRESETS, REWARDS, TrainingConfig
 
 CONFIG_DIR = REPO_ROOT / "configs"

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")

@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.models.tiny import build_tiny_model
-from supersede_lib.rollout import BoundedMemoryRollout
 from supersede_lib.train.config import TrainingConfig
 
 CHECKS = ("unsloth", "unsloth_fp16", "transformers", "transformers_prefix", "generation")
@@ -202,7 +202,7 @@ def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, 
     """The adapter on `device`: the prefix-cached logits match a whole prefill, and greedy replies
     match with and without the cache (the tiny model's greedy reply is often its end token at once,
     so the logits are the check that can fail)."""
-    from supersede_lib import prompts
+    from supersede_lib.agent import prompts
     from supersede_lib.models.hf import HFChatModel
 
     conversations = [

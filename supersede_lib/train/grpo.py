@@ -61,11 +61,11 @@ from trl.models import unwrap_model_for_generation
 from trl.models import utils as trl_model_utils
 from trl.trainer.utils import nanstd, pad, use_adapter
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
 from supersede_lib.eval.matcher import Score, score_episode_answer
 from supersede_lib.eval.memory_metrics import notes_holdings
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
 from supersede_lib.train.shared_prefix import (

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
     GGUF_CACHE_ENV,

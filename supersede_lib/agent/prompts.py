@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from supersede_lib.episode import Session
+from supersede_lib.agent.episode import Session
 from supersede_lib.models.chat import Message
 
 # --------------------------------------------------------------------------------------------
