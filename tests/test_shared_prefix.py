@@ -11,7 +11,7 @@ pytest.importorskip("peft")
 
 import torch  # noqa: E402
 
-from supersede_lib.bench_train_prefix import window_gradient, with_advantages  # noqa: E402
+from supersede_lib.bench.train_prefix import window_gradient, with_advantages  # noqa: E402
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 from supersede_lib.train import grpo  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402

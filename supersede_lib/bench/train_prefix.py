@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.bench_engines import machine_summary
+from supersede_lib.bench.engines import machine_summary
 
 
 def window_gradient(trainer: Any, samples: list, micro_batches: int, share: bool, pad_to: int | None = None):  # noqa: ANN201

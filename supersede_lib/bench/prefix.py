@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.prompts import notes_update_messages
-from supersede_lib.bench_engines import find_local_model, machine_summary
+from supersede_lib.bench.engines import find_local_model, machine_summary
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.models.hf import HFChatModel
 

@@ -15,13 +15,13 @@
 2. Harness overhead with the embedded GGUF model (the smallest one found): wall time of
    `run_condition` vs time spent inside model calls on one short episode. Target: <= 5%.
    Skipped with a message when no GGUF file is present.
-3. Engines side by side (`supersede_lib.bench_engines`; `--engines-only`, `--quick`): llama.cpp and
+3. Engines side by side (`supersede_lib.bench.engines`; `--engines-only`, `--quick`): llama.cpp and
    batched transformers on the same synthetic bounded-memory and full-context questions; writes
    outputs/bench/engines.md and engines.json.
-4. The prompt-prefix cache against a whole-prompt prefill (`supersede_lib.bench_prefix`;
+4. The prompt-prefix cache against a whole-prompt prefill (`supersede_lib.bench.prefix`;
    `--skip-prefix`): the CPU proof's memory-rewrite calls on the 0.5B, seconds per call and
    identical replies; writes outputs/bench/prefix_cache.md and prefix_cache.json.
-5. The shared prompt prefix in GRPO training (`supersede_lib.bench_train_prefix`;
+5. The shared prompt prefix in GRPO training (`supersede_lib.bench.train_prefix`;
    `--skip-train-prefix`): one accumulation window of a real cpu_proof step through TRL's loss and
    through the shared-prefix loss, seconds and gradient distance; writes
    outputs/bench/train_prefix.md and train_prefix.json.
@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
-from supersede_lib.bench_prefix import prefix_cache_bench, prefix_cache_table
-from supersede_lib.bench_train_prefix import train_prefix_bench, train_prefix_table
+from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
+from supersede_lib.bench.prefix import prefix_cache_bench, prefix_cache_table
+from supersede_lib.bench.train_prefix import train_prefix_bench, train_prefix_table
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import RunSettings, run_condition
