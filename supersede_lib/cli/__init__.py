@@ -1,0 +1,1 @@
+"""Command lines, the top layer: what a shell runs; no library module imports them."""
