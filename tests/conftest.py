@@ -3,7 +3,7 @@
 import pytest
 
 from supersede_lib.eval.progress import StudyProgress
-from supersede_lib.models import engine
+from supersede_lib.models import cpu_features, engine
 from supersede_lib.models.gguf import MODEL_DIR_ENV
 
 
@@ -12,7 +12,7 @@ def _cpu_without_bf16_units(monkeypatch):
     """Tests see a CPU without bf16 matrix units and no GPU, whatever runs them: "auto" means llama.cpp.
 
     Engine-choice tests patch `read_cpuinfo` / `cuda_is_available` themselves."""
-    monkeypatch.setattr(engine, "read_cpuinfo", lambda: "")
+    monkeypatch.setattr(cpu_features, "read_cpuinfo", lambda: "")
     monkeypatch.setattr(engine, "cuda_is_available", lambda: False)
     monkeypatch.delenv(engine.ENGINE_ENV, raising=False)
 

@@ -29,13 +29,8 @@ from supersede_lib.eval.runner import (
     notes_max_tokens_for,
     run_condition,
 )
-from supersede_lib.models.engine import (
-    BF16_NATIVE_FLAGS,
-    cpu_flags,
-    detect_engine,
-    make_embedded_model,
-    read_cpuinfo,
-)
+from supersede_lib.models.cpu_features import BF16_NATIVE_FLAGS, cpu_flags, read_cpuinfo
+from supersede_lib.models.engine import detect_engine, make_embedded_model
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
 
 ENGINE_ORDER = ("llamacpp", "transformers")
