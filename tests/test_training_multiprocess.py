@@ -9,7 +9,7 @@ logged metrics and the rollouts file must still be those of the single process.
 This file is also the worker: `python tests/test_training_multiprocess.py <tiny model> <out dir>`
 with torch.distributed's environment (RANK, WORLD_SIZE, MASTER_ADDR, ...) set.
 
-The command line (`python -m supersede_lib.train`) is run the same way, as a launcher would start it:
+The command line (`python -m supersede_lib train`) is run the same way, as a launcher would start it:
 2 processes train one smoke run, a second launch trains it on from its checkpoint, and one process
 then reads the finished run back as notebook 06 does.
 """
@@ -292,7 +292,7 @@ def test_the_command_line_trains_data_parallel_and_06_reads_the_run_back(
 ) -> None:
     outputs, model_cache = tmp_path / "outputs", tmp_path / "models"
     env = {"SUPERSEDE_OUTPUT_DIR": str(outputs), GGUF_CACHE_ENV: str(model_cache)}
-    command = [sys.executable, "-m", "supersede_lib.cli.train"]
+    command = [sys.executable, "-m", "supersede_lib", "train"]
     first = _run_two_processes([*command, *_cli_flags(max_steps=1)], tmp_path / "launch-1", env)
     second = _run_two_processes([*command, *_cli_flags(max_steps=2)], tmp_path / "launch-2", env)
     for launch in (first, second):  # the main process reports, the other stays quiet

@@ -1,7 +1,7 @@
 """Speed benchmarks of the runner (`make bench`, not part of the test suite).
 
-    python -m supersede_lib.bench                  # defaults below; writes outputs/bench/bench.json
-    python -m supersede_lib.bench --full-sequential --latency 0.1
+    python -m supersede_lib bench                  # (or make bench) defaults below; writes outputs/bench/bench.json
+    python -m supersede_lib bench --full-sequential --latency 0.1
 
 1. Concurrency, against `models.local_server.LocalOpenAIServer` on 127.0.0.1 with a fixed per-call latency
    (in a child process, so its threads do not share the runner's interpreter lock):
@@ -310,7 +310,9 @@ def _write_part(output_dir: Path, name: str, measured: dict[str, Any], table: st
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m supersede_lib bench", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--questions", type=int, default=78)
     parser.add_argument("--latency", type=float, default=0.2, help="fake server seconds per call")
     parser.add_argument("--concurrency", type=int, default=16)

@@ -6,7 +6,7 @@ reader's verdict. `grade_labelled_answers` scores every answer with `score_answe
 the confusion matrix (rows: matcher verdict, columns: human label) and the share that agree, which
 the agreement test and the report both use. `judge_labelled_answers` asks an LLM judge (the
 LongMemEval protocol) about the same answers, so a judge model can be held to the same labels
-(`python -m supersede_lib.studies.validation` writes both under outputs/validation/).
+(`python -m supersede_lib validation` writes both under outputs/validation/).
 """
 
 from __future__ import annotations

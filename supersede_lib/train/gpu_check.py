@@ -1,6 +1,6 @@
 """Check the GPU training path on the machine at hand, in about two minutes, before a long run.
 
-    python -m supersede_lib.train.gpu_check --out outputs/gpu_check
+    python -m supersede_lib gpu-check --out outputs/gpu_check   # make gpu-check: the same
 
 Each check trains the tiny random Qwen2 (`models.tiny`, built offline) for two GRPO steps through
 `train.run.train`, the entry point notebook 06 uses, and then reads what the run wrote:
@@ -337,7 +337,7 @@ def write_report(results: Sequence[CheckResult], environment_report: dict[str, A
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m supersede_lib.train.gpu_check", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m supersede_lib gpu-check", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("outputs/gpu_check"), help="where the report goes")
     parser.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS)
     parser.add_argument(

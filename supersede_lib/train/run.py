@@ -284,9 +284,9 @@ def check_run_processes(run_dir: Path, processes: int, checkpoint_step: int) -> 
     if started == processes:
         return
     how = (
-        "in one process (notebook 06, or `python -m supersede_lib.train ...`)"
+        "in one process (notebook 06, or `python -m supersede_lib train ...`)"
         if started == 1
-        else f"with `accelerate launch --num_processes {started} -m supersede_lib.train ...`"
+        else f"with `accelerate launch --num_processes {started} -m supersede_lib train ...`"
     )
     raise ValueError(
         f"{run_dir} was trained by {started} process(es) up to checkpoint {checkpoint_step}, this is "
