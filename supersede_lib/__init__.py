@@ -21,5 +21,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("eval",),
     ("environment", "train", "present"),
     ("studies",),
-    ("cli", "__main__", "reproduce", "bench"),
+    ("cli", "reproduce", "bench"),
+    ("__main__",),  # `python -m supersede_lib`: runs `cli`
 )
