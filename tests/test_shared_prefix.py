@@ -16,8 +16,8 @@ from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 from supersede_lib.train import grpo  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
-from supersede_lib.train.grpo import expand_to_turn_samples  # noqa: E402
 from supersede_lib.train.run import build_trainer  # noqa: E402
+from supersede_lib.train.samples import expand_to_turn_samples  # noqa: E402
 from supersede_lib.train.shared_prefix import remainder_batch, shared_prefix_groups  # noqa: E402
 
 PAD = 0

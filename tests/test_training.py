@@ -23,14 +23,11 @@ from supersede_lib.data import synthetic  # noqa: E402
 from supersede_lib.eval.matcher import score_answer, score_episode_answer  # noqa: E402
 from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
+from supersede_lib.train.callbacks import ZeroAdvantageStop  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.curriculum import Curriculum  # noqa: E402
 from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
-from supersede_lib.train.grpo import (  # noqa: E402
-    TrajectoryRecord,
-    TurnTokens,
-    ZeroAdvantageStop,
-    expand_to_turn_samples,
+from supersede_lib.train.rewards import (  # noqa: E402
     group_advantages,
     memory_credit_scorer,
     rollout_record,
@@ -45,6 +42,7 @@ from supersede_lib.train.run import (  # noqa: E402
     resolve_base_model,
     train,
 )
+from supersede_lib.train.samples import TrajectoryRecord, TurnTokens, expand_to_turn_samples  # noqa: E402
 
 # ----------------------------------------------------------------------------- pure pieces
 

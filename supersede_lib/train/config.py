@@ -87,7 +87,7 @@ class TrainingConfig:
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how the policy is asked (prompts.PROMPT_VARIANTS)
     stale_penalty_weight: float = 1.0
     reward: str = DEFAULT_REWARD  # "sparse" (the paper: the answer alone) | "memory" (+ current notes)
-    memory_credit: float = 0.5  # the "memory" reward's credit (grpo.memory_credit_scorer)
+    memory_credit: float = 0.5  # the "memory" reward's credit (rewards.memory_credit_scorer)
     # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
     curriculum: str = "fixed"
     success_reward: float = 1.0  # a rollout "succeeds" when its reward reaches this

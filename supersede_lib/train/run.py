@@ -57,7 +57,8 @@ from supersede_lib.train.processes import (
 if TYPE_CHECKING:
     from transformers import TrainerCallback
 
-    from supersede_lib.train.grpo import SupersedeGRPOTrainer, TrajectoryScorer
+    from supersede_lib.train.grpo import SupersedeGRPOTrainer
+    from supersede_lib.train.rewards import TrajectoryScorer
 
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
 PROCESSES_KEY = "processes"  # in training_config.json of a data-parallel run
@@ -310,13 +311,9 @@ def build_trainer(
     from trl.trainer.grpo_config import GRPOConfig  # TRL's own: once imported, Unsloth rebinds trl.GRPOConfig
 
     # The trainer module imports TRL (heavy) at its top, so it is loaded only when a run is built.
-    from supersede_lib.train.grpo import (
-        MetricsFileCallback,
-        SupersedeGRPOTrainer,
-        ZeroAdvantageStop,
-        scorer_for,
-        supersede_rubric,
-    )
+    from supersede_lib.train.callbacks import MetricsFileCallback, ZeroAdvantageStop
+    from supersede_lib.train.grpo import SupersedeGRPOTrainer
+    from supersede_lib.train.rewards import scorer_for, supersede_rubric
 
     if episodes is not None and config.curriculum == "adaptive":
         raise ValueError(
