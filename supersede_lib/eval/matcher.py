@@ -724,28 +724,7 @@ def score_answer(
     # An abstention item's "gold" explains why there is no answer: there is nothing to match.
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
-    gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
-    stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
-    taken = frozenset(
-        position
-        for value in gold_values + stale_values
-        for start in occurrences(text.words, value)
-        for position in range(start, start + len(value))
-    )
-
-    stale_hits = [
-        hit
-        for value in stale_values
-        for hit in _value_hits(text, value, gold_stems, framing, taken)
-        if not _is_asked(text, hit)
-    ]
-    gold_hits = [
-        hit
-        for value in gold_values
-        for hit in _value_hits(text, value, stale_stems, framing, taken)
-        if not _is_asked(text, hit)
-        and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
-    ]
+    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
@@ -767,6 +746,39 @@ def score_answer(
     if reason == "hedged" and asserted_stale:
         verdict = "ambiguous"  # a list of candidates holding the current and a stale value commits to neither
     return Score(verdict, answered_current, asserted_stale, reward, reason)
+
+
+def _asserted_hits(
+    text: AnalysedText,
+    gold_values: list[tuple[str, ...]],
+    stale_values: list[tuple[str, ...]],
+    framing: Framing,
+) -> tuple[list[_Hit], list[_Hit]]:
+    """The gold and the stale mentions that count: not asked, and no gold mention wholly inside an
+    exact stale one. In the overlap fallback a value's tokens shared with its rivals do not count,
+    and tokens an exact mention of any value already took are not reused."""
+    gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
+    stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
+    taken = frozenset(
+        position
+        for value in gold_values + stale_values
+        for start in occurrences(text.words, value)
+        for position in range(start, start + len(value))
+    )
+    stale_hits = [
+        hit
+        for value in stale_values
+        for hit in _value_hits(text, value, gold_stems, framing, taken)
+        if not _is_asked(text, hit)
+    ]
+    gold_hits = [
+        hit
+        for value in gold_values
+        for hit in _value_hits(text, value, stale_stems, framing, taken)
+        if not _is_asked(text, hit)
+        and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
+    ]
+    return gold_hits, stale_hits
 
 
 def _hedge_context(

@@ -362,6 +362,26 @@ def _gold_text(episode: Episode) -> str:
     return episode.gold_text or " | ".join(episode.gold_answers)
 
 
+async def _judge_answer(
+    judge: Any, episode: Episode, outcome: RolloutOutcome, result: _QuestionResult
+) -> bool | None:
+    """The judge's verdict on a finished answer (None when the judge call failed: the question then
+    fails, with the judge's error, like a failed model call); its reply and tokens go on `result`."""
+    try:
+        verdict = await judge.ajudge_result(episode, outcome.answer)
+    except ModelCallError as error:
+        outcome.error = f"judge failed: {type(error).__name__}: {error}"
+        outcome.failed = True
+        result.trajectory.update(error=outcome.error, failed=True)
+        return None
+    result.trajectory["judge_reply"] = verdict.reply
+    result.judge_calls = 1
+    result.judge_prompt_tokens = verdict.prompt_tokens
+    result.judge_completion_tokens = verdict.completion_tokens
+    result.judge_cached = int(verdict.cached)
+    return verdict.correct
+
+
 async def _run_question(
     episode: Episode, condition: str, model: ChatModel, settings: RunSettings, judge: Any
 ) -> _QuestionResult:
@@ -390,19 +410,7 @@ async def _run_question(
     result = _QuestionResult(row={}, trajectory=trajectory)
     judge_correct = None
     if judge is not None and not outcome.failed:
-        try:
-            verdict = await judge.ajudge_result(episode, outcome.answer)
-        except ModelCallError as error:
-            outcome.error = f"judge failed: {type(error).__name__}: {error}"
-            outcome.failed = True
-            trajectory.update(error=outcome.error, failed=True)
-        else:
-            judge_correct = verdict.correct
-            trajectory["judge_reply"] = verdict.reply
-            result.judge_calls = 1
-            result.judge_prompt_tokens = verdict.prompt_tokens
-            result.judge_completion_tokens = verdict.completion_tokens
-            result.judge_cached = int(verdict.cached)
+        judge_correct = await _judge_answer(judge, episode, outcome, result)
     trajectory.update(
         verdict=score.verdict,
         answered_current=bool(score.answered_current),
