@@ -117,6 +117,50 @@ def _timed_run(episodes: list[Episode], model: Any, concurrency: int) -> tuple[f
     return time.perf_counter() - started, frame
 
 
+def _cache_runs(
+    episodes: list[Episode],
+    model: OpenAIChatModel,
+    server: FakeServerProcess,
+    cache_path: Path,
+    chains: list[int],
+    latency_s: float,
+) -> list[dict[str, Any]]:
+    """A cache fill with every question in flight, then the same questions again from that cache:
+    the re-run must send the server nothing and give the same answers."""
+    n_questions, total_calls = len(episodes), sum(chains)
+    runs: list[dict[str, Any]] = []
+    cache = ResponseCache(cache_path)
+    cached_model = CachedChatModel(model, cache)
+    fill_wall, first = _timed_run(episodes, cached_model, concurrency=n_questions)
+    requests_before = server.request_count
+    cached_wall, second = _timed_run(episodes, cached_model, concurrency=n_questions)
+    repeated = server.request_count - requests_before
+    runs.append(
+        {
+            "run": "cache fill (all in flight)",
+            "concurrency": n_questions,
+            "questions": n_questions,
+            "calls": total_calls,
+            "wall_s": fill_wall,
+            "bound_s": makespan_bound_s(chains, n_questions, latency_s),
+        }
+    )
+    runs.append(
+        {
+            "run": "fully cached re-run",
+            "concurrency": n_questions,
+            "questions": n_questions,
+            "calls": total_calls,
+            "wall_s": cached_wall,
+            "bound_s": 0.0,
+            "server_requests": repeated,
+            "cached_calls": int(second["cached_calls"].sum()),
+            "same_answers": bool((first["answer"] == second["answer"]).all()),
+        }
+    )
+    return runs
+
+
 def concurrency_bench(
     n_questions: int,
     latency_s: float,
@@ -165,35 +209,7 @@ def concurrency_bench(
                     "bound_s": makespan_bound_s(chains, slots, latency_s),
                 }
             )
-        cache = ResponseCache(Path(scratch) / "bench-cache.sqlite")
-        cached_model = CachedChatModel(model, cache)
-        fill_wall, first = _timed_run(episodes, cached_model, concurrency=n_questions)
-        requests_before = server.request_count
-        cached_wall, second = _timed_run(episodes, cached_model, concurrency=n_questions)
-        repeated = server.request_count - requests_before
-        runs.append(
-            {
-                "run": "cache fill (all in flight)",
-                "concurrency": n_questions,
-                "questions": n_questions,
-                "calls": total_calls,
-                "wall_s": fill_wall,
-                "bound_s": makespan_bound_s(chains, n_questions, latency_s),
-            }
-        )
-        runs.append(
-            {
-                "run": "fully cached re-run",
-                "concurrency": n_questions,
-                "questions": n_questions,
-                "calls": total_calls,
-                "wall_s": cached_wall,
-                "bound_s": 0.0,
-                "server_requests": repeated,
-                "cached_calls": int(second["cached_calls"].sum()),
-                "same_answers": bool((first["answer"] == second["answer"]).all()),
-            }
-        )
+        runs += _cache_runs(episodes, model, server, Path(scratch) / "bench-cache.sqlite", chains, latency_s)
     for run in runs:
         run["speedup_vs_sequential"] = sequential_s / run["wall_s"] if run["wall_s"] > 0 else None
         run["ratio_to_bound"] = run["wall_s"] / run["bound_s"] if run["bound_s"] else None
