@@ -50,6 +50,7 @@ from supersede_lib.train.config import (  # noqa: E402
     STATE_FILE,
     SUMMARY_FILE,
     TrainingConfig,
+    tiny_smoke_config,
 )
 from supersede_lib.train.processes import leave_process_group, wait_for_everyone  # noqa: E402
 from supersede_lib.train.run import build_trainer, resolve_base_model, run_dir_for  # noqa: E402
@@ -72,10 +73,9 @@ WORKER_TIMEOUT_S = 240
 
 
 def _config(tiny_path: Path, output_dir: Path, scale_rewards: str, processes: int) -> TrainingConfig:
-    return TrainingConfig.preset(
-        "smoke",
-        model_name_or_path=str(tiny_path),
-        output_dir=str(output_dir),
+    return tiny_smoke_config(
+        tiny_path,
+        output_dir,
         episodes_per_step=EPISODES // processes,
         num_generations=GROUP_SIZE,
         gradient_accumulation_steps=2,

@@ -256,6 +256,25 @@ _PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def tiny_smoke_config(
+    model_path: str | os.PathLike, output_dir: str | os.PathLike, **changes: Any
+) -> TrainingConfig:
+    """The smoke preset cut down for the tiny random model (`models.tiny`): two steps on two-session
+    episodes without trailing distractors, enough to run every part of the training path in seconds.
+
+    The training tests and `gpu_check` start from this one configuration and name what they change
+    (`changes`), so their runs differ only where they say so.
+    """
+    settings: dict[str, Any] = dict(
+        model_name_or_path=str(model_path),
+        output_dir=str(output_dir),
+        max_steps=2,
+        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
+    )
+    settings.update(changes)
+    return TrainingConfig.preset("smoke", **settings)
+
+
 def cuda_device_name() -> str | None:
     """The first CUDA GPU's name from `nvidia-smi` (no torch import: safe before installing), or None."""
     nvidia_smi = shutil.which("nvidia-smi")

@@ -40,7 +40,7 @@ from typing import Any
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.models.tiny import build_tiny_model
-from supersede_lib.train.config import TrainingConfig
+from supersede_lib.train.config import TrainingConfig, tiny_smoke_config
 
 CHECKS = ("unsloth", "unsloth_fp16", "transformers", "transformers_prefix", "generation")
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "unsloth", "unsloth_zoo", "bitsandbytes")
@@ -119,19 +119,10 @@ def optimizer_moment_dtypes(checkpoint: Path) -> set[str]:
 
 
 def training_config(model_path: Path, output_dir: Path, **changes: Any) -> TrainingConfig:
-    """The smoke preset on the tiny model: 2 steps, KL measured every step (the adapter-off pass)."""
-    settings: dict[str, Any] = dict(
-        model_name_or_path=str(model_path),
-        output_dir=str(output_dir),
-        max_steps=2,
-        save_steps=2,
-        kl_log_every=1,
-        max_completion_length=12,
-        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
-        cpu_threads=None,
-    )
-    settings.update(changes)
-    return TrainingConfig.preset("smoke", **settings)
+    """`tiny_smoke_config` as a GPU check runs it: KL measured every step (the adapter-off pass), one
+    checkpoint, the machine's own thread count."""
+    settings: dict[str, Any] = dict(save_steps=2, kl_log_every=1, max_completion_length=12, cpu_threads=None)
+    return tiny_smoke_config(model_path, output_dir, **{**settings, **changes})
 
 
 def check_training(config: TrainingConfig) -> dict[str, Any]:
