@@ -9,6 +9,7 @@ lower layer, never a peer in the same layer (peers stay independent) nor anythin
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import supersede_lib
@@ -118,3 +119,14 @@ def test_no_import_cycles() -> None:
         if module not in state:
             visit(module)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """docs/ARCHITECTURE.md is where a newcomer looks a module up: a new module must appear there."""
+    page = (PACKAGE_DIR.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    unnamed = [
+        name
+        for name in _all_modules()
+        if not re.search(rf"\b{re.escape(name.rsplit('.', 1)[-1])}\b", page) and name != "supersede_lib"
+    ]
+    assert not unnamed, f"modules docs/ARCHITECTURE.md does not name: {unnamed}"
