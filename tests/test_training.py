@@ -14,9 +14,10 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
+from conftest import make_episode  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
-from supersede_lib.agent.episode import Episode, Session, Turn  # noqa: E402
+from supersede_lib.agent.episode import Episode  # noqa: E402
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
 from supersede_lib.agent.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.data import synthetic  # noqa: E402
@@ -59,7 +60,7 @@ def test_group_advantages_are_relative_to_the_episode_group() -> None:
 
 
 def test_every_turn_of_a_trajectory_carries_its_advantage() -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     trajectories = [
         TrajectoryRecord(
             0, episode, BoundedMemoryRollout(episode, 100), [TurnTokens([1], [2])] * 3, 1.0, 0.7
@@ -130,25 +131,6 @@ def test_config_errors_name_the_field() -> None:
 
 
 # ----------------------------------------------------------------------------- runs on the tiny model
-
-
-def _hand_episode(n_sessions: int, index: int = 0) -> Episode:
-    sessions = tuple(
-        Session(
-            session_id=f"s{k}",
-            date=f"2023/05/0{k + 1} (Mon) 10:00",
-            turns=(Turn("user", f"SESSION-{k} I live in city{k} now"), Turn("assistant", "Noted.")),
-        )
-        for k in range(n_sessions)
-    )
-    return Episode(
-        episode_id=f"hand-{index}",
-        sessions=sessions,
-        question="Where do I live now?",
-        question_date="2023/06/01 (Thu) 10:00",
-        gold_answers=(f"city{n_sessions - 1}",),
-        superseded_values=tuple(f"city{k}" for k in range(n_sessions - 1)),
-    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -279,7 +261,7 @@ def test_training_stops_after_consecutive_zero_advantage_batches(tiny_path: Path
 def test_the_loss_sees_exactly_the_rollout_core_prompts(
     tiny_path: Path, tmp_path: Path, prompt_variant: str
 ) -> None:
-    pool = [_hand_episode(3, index) for index in range(2)]
+    pool = [make_episode(f"hand-{index}", 3) for index in range(2)]
     config = _config(
         tiny_path,
         tmp_path,
@@ -346,7 +328,7 @@ def test_the_loss_sees_exactly_the_rollout_core_prompts(
 
 
 def test_the_default_reward_is_the_environment_rubric() -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     rollout = BoundedMemoryRollout(episode, 100)
     rollout.step("- lives in city0")
     rollout.step("- lives in city1 (moved from city0)")
@@ -383,7 +365,7 @@ def _rollout_with(episode: Episode, notes: str, answer: str) -> BoundedMemoryRol
 def test_the_memory_reward_adds_credit_only_for_current_notes_without_stale_ones(
     notes: str, answer: str, expected: float
 ) -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     rollout = _rollout_with(episode, notes, answer)
     sparse = rubric_scorer()(episode, rollout)
     dense = scorer_for("memory", memory_credit=0.5)(episode, rollout)
@@ -447,7 +429,7 @@ def test_training_grades_previous_value_questions_as_evaluation_does() -> None:
 
 
 def test_a_scorer_may_return_a_bare_reward() -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     trajectory = TrajectoryRecord(0, episode, _answered(episode, "city1"), [])
     score_trajectory(lambda episode, rollout: 0.25, trajectory)
     record = rollout_record(1, "easy", trajectory)
@@ -457,7 +439,7 @@ def test_a_scorer_may_return_a_bare_reward() -> None:
 def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(tiny_path: Path, tmp_path: Path) -> None:
     import torch
 
-    pool = [_hand_episode(2, 0), _hand_episode(2, 1)]
+    pool = [make_episode("hand-0", 2), make_episode("hand-1", 2)]
 
     def scorer(episode: Episode, rollout: BoundedMemoryRollout) -> float:  # group of hand-1 is saturated
         return 1.0 if episode.episode_id == "hand-1" else _varied_scorer(episode, rollout)
