@@ -1,11 +1,26 @@
 """Supersede: measure and train down the supersession gap of LLM agents.
 
-Subpackages by concern: `data` (LongMemEval and the synthetic generator -> `Episode`s),
-`models` (one chat protocol over OpenAI-compatible servers, embedded llama.cpp, transformers and a
-response cache), `eval` (the runner, the matcher/reward, judge, diagnostics, statistics), `train`
-(GRPO on the rollout core), `studies` (notebooks 01-07 and their profiles), `present` (figures,
-explorer). At the top: `episode` (the shared record), `prompts` + `rollout` (the no-re-feed state
-machines every driver uses), `environment` (verifiers), `bench` and `reproduce`.
+Packages by concern, in import layers (`LAYERS`, bottom first): `agent` (the shared `Episode`
+record, the prompts, the no-re-feed rollout state machines every driver uses); `data` (LongMemEval
+and the synthetic generator -> `Episode`s); `models` (one chat protocol over OpenAI-compatible
+servers, embedded llama.cpp, transformers and a response cache); `eval` (the runner, the
+matcher/reward, judge, diagnostics, statistics); `environment` (verifiers), `train` (GRPO on the
+rollout core) and `present` (figures, explorer); `studies` (notebooks 01-07 and their profiles);
+and at the top what a shell runs: `cli` (`python -m supersede_lib <command>`), `reproduce`, `bench`.
 """
 
 __version__ = "0.1.0"
+
+# The import rule (docs/ARCHITECTURE.md; tests/test_imports.py checks every import, lazy ones too):
+# a module imports its own package and the layers below it, never a peer package in its own layer
+# nor anything above, so the graph has no cycles and the lower layers can be used without the upper.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("agent",),
+    ("data",),
+    ("models",),
+    ("eval",),
+    ("environment", "train", "present"),
+    ("studies",),
+    ("cli", "reproduce", "bench"),
+    ("__main__",),  # `python -m supersede_lib`: runs `cli`
+)

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import verifiers as vf
 
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
 from supersede_lib.data.longmemeval import load_longmemeval
 from supersede_lib.data.synthetic import generate_episodes
-from supersede_lib.episode import Episode
 from supersede_lib.eval.matcher import score_episode_answer
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
 
 if TYPE_CHECKING:
     from datasets import Dataset

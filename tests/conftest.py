@@ -1,9 +1,15 @@
-"""Fixtures shared by several test files."""
+"""Fixtures and factories shared by several test files.
+
+`make_episode` is the one hand-written episode the tests build (import it: `from conftest import
+make_episode`); `tiny_path` the one tiny random model; the tiny training run is the library's own
+`train.config.tiny_smoke_config`, which `train.gpu_check` runs too.
+"""
 
 import pytest
 
+from supersede_lib.agent.episode import Episode, Session, Turn
 from supersede_lib.eval.progress import StudyProgress
-from supersede_lib.models import engine
+from supersede_lib.models import cpu_features, engine
 from supersede_lib.models.gguf import MODEL_DIR_ENV
 
 
@@ -12,7 +18,7 @@ def _cpu_without_bf16_units(monkeypatch):
     """Tests see a CPU without bf16 matrix units and no GPU, whatever runs them: "auto" means llama.cpp.
 
     Engine-choice tests patch `read_cpuinfo` / `cuda_is_available` themselves."""
-    monkeypatch.setattr(engine, "read_cpuinfo", lambda: "")
+    monkeypatch.setattr(cpu_features, "read_cpuinfo", lambda: "")
     monkeypatch.setattr(engine, "cuda_is_available", lambda: False)
     monkeypatch.delenv(engine.ENGINE_ENV, raising=False)
 
@@ -96,3 +102,30 @@ def study_bars():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(common, "StudyProgress", RecordedProgress)
         yield bars
+
+
+def make_episode(episode_id: str = "ep-0", n_sessions: int = 3, filler_session: int | None = None) -> Episode:
+    """Session i says 'my city is city{i}' (except `filler_session`); gold is the last city."""
+    sessions = []
+    for index in range(n_sessions):
+        text = f"[{episode_id}] SESSION-{index}-TEXT my city is city{index}"
+        if index == filler_session:
+            text = f"[{episode_id}] I like tea."
+        sessions.append(
+            Session(
+                session_id=f"{episode_id}-s{index}",
+                date=f"2023/05/0{index + 1} (Mon) 10:00",
+                turns=(Turn("user", text), Turn("assistant", f"ASSISTANT-{index} noted")),
+            )
+        )
+    last = max(index for index in range(n_sessions) if index != filler_session)
+    return Episode(
+        episode_id=episode_id,
+        sessions=tuple(sessions),
+        question="Which city do I live in now?",
+        question_date="2023/06/01 (Thu) 10:00",
+        gold_answers=(f"city{last}",),
+        superseded_values=tuple(f"city{index}" for index in range(last) if index != filler_session),
+        source="test",
+        question_type="knowledge-update",
+    )

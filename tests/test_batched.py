@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from supersede_lib.data.synthetic import generate_episodes  # noqa: E402
 from supersede_lib.eval.runner import RunSettings, run_condition  # noqa: E402
-from supersede_lib.models import engine  # noqa: E402
+from supersede_lib.models import cpu_features, engine  # noqa: E402
 from supersede_lib.models.batched import BatchedHFChatModel  # noqa: E402
 from supersede_lib.models.chat import ChatModel, ContextOverflowError, ModelCallError  # noqa: E402
 from supersede_lib.models.gguf import EmbeddedGGUFModel  # noqa: E402
@@ -146,9 +146,9 @@ def test_engine_choice_from_cpu_flags(cpuinfo: str, cuda: bool, expected: tuple[
 
 
 def test_engine_choice_names_the_flags_it_found_and_can_be_forced() -> None:
-    assert engine.bf16_matrix_flags(INTEL_AMX) == ["amx_bf16"]
-    assert engine.bf16_native_flags(INTEL_AMX) == ["amx_bf16", "avx512_bf16"]
-    assert engine.bf16_native_flags(INTEL_AVX512_BF16) == ["avx512_bf16"]
+    assert cpu_features.bf16_matrix_flags(INTEL_AMX) == ["amx_bf16"]
+    assert cpu_features.bf16_native_flags(INTEL_AMX) == ["amx_bf16", "avx512_bf16"]
+    assert cpu_features.bf16_native_flags(INTEL_AVX512_BF16) == ["avx512_bf16"]
     vector_only = engine.choose_engine("transformers", cpuinfo_text=INTEL_AVX512_BF16)
     assert vector_only.dtype == "bfloat16"  # forced there, it still computes bf16 natively
     assert "no bf16 matrix units" in engine.choose_engine(cpuinfo_text=INTEL_AVX512_BF16).reason
@@ -166,7 +166,7 @@ def test_the_model_spec_picks_or_forces_the_engine(tmp_path: Path, monkeypatch, 
     model_file.write_bytes(b"x")
     spec = {"backend": "embedded", "model_path": str(model_file), "n_ctx": 2048, "n_threads": 2}
     monkeypatch.setattr(engine, "cuda_is_available", lambda: False)
-    monkeypatch.setattr(engine, "read_cpuinfo", lambda: INTEL_AMX)
+    monkeypatch.setattr(cpu_features, "read_cpuinfo", lambda: INTEL_AMX)
     auto = make_chat_model(spec)
     assert isinstance(auto, BatchedHFChatModel) and not auto.loaded
     assert (auto.name, auto.dtype, auto.n_ctx, auto.n_threads) == ("small", "bfloat16", 2048, 2)
@@ -175,7 +175,7 @@ def test_the_model_spec_picks_or_forces_the_engine(tmp_path: Path, monkeypatch, 
     forced = make_chat_model({**spec, "engine": "llamacpp"})
     assert isinstance(forced, EmbeddedGGUFModel) and forced.n_ctx == 2048
     assert "forced by the model spec" in capsys.readouterr().out
-    monkeypatch.setattr(engine, "read_cpuinfo", lambda: AMD_AVX2)
+    monkeypatch.setattr(cpu_features, "read_cpuinfo", lambda: AMD_AVX2)
     assert isinstance(make_chat_model(spec), EmbeddedGGUFModel)
     batched = make_chat_model({**spec, "engine": "transformers", "max_batch_size": 4})
     assert (
@@ -186,7 +186,7 @@ def test_the_model_spec_picks_or_forces_the_engine(tmp_path: Path, monkeypatch, 
 
 
 def test_the_engine_environment_variable_decides_what_auto_means(monkeypatch) -> None:
-    monkeypatch.setattr(engine, "read_cpuinfo", lambda: INTEL_AMX)
+    monkeypatch.setattr(cpu_features, "read_cpuinfo", lambda: INTEL_AMX)
     assert engine.detect_engine("auto").engine == "transformers"
     monkeypatch.setenv(engine.ENGINE_ENV, "llamacpp")
     assert engine.detect_engine("auto").engine == "llamacpp"

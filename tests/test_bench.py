@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from supersede_lib import bench, bench_engines
+from supersede_lib.bench import engines as bench_engines
+from supersede_lib.bench import runner as bench
 
 
 def test_makespan_bound_is_the_longest_chain_or_the_work_per_slot() -> None:
@@ -98,7 +99,7 @@ def test_engine_bench_skips_cleanly_without_the_model_file(empty_home) -> None:
 
 
 def test_prefix_cache_bench_times_both_ways_on_the_same_calls(tiny_path) -> None:
-    from supersede_lib import bench_prefix
+    from supersede_lib.bench import prefix as bench_prefix
 
     calls = bench_prefix.rewrite_calls(3)
     assert len(calls) == 3 and all(call[-1]["role"] == "user" for call in calls)
@@ -111,7 +112,7 @@ def test_prefix_cache_bench_times_both_ways_on_the_same_calls(tiny_path) -> None
 
 
 def test_prefix_cache_bench_skips_cleanly_without_the_model_file(empty_home) -> None:
-    from supersede_lib import bench_prefix
+    from supersede_lib.bench import prefix as bench_prefix
 
     result = bench_prefix.prefix_cache_bench(n_calls=2)
     assert "skipped" in result and bench_prefix.DEFAULT_PREFIX_MODEL in result["skipped"]
@@ -119,7 +120,7 @@ def test_prefix_cache_bench_skips_cleanly_without_the_model_file(empty_home) -> 
 
 
 def test_train_prefix_bench_times_trls_loss_and_the_shared_prefix_on_one_window(tiny_path) -> None:
-    from supersede_lib import bench_train_prefix
+    from supersede_lib.bench import train_prefix as bench_train_prefix
 
     result = bench_train_prefix.train_prefix_bench(tiny_path, micro_batches=2, threads=1)
     assert result["rows"] > 0 and result["micro_batches"] == 2
@@ -132,7 +133,7 @@ def test_train_prefix_bench_times_trls_loss_and_the_shared_prefix_on_one_window(
 
 
 def test_train_prefix_bench_skips_cleanly_without_the_model_file(tmp_path) -> None:
-    from supersede_lib import bench_train_prefix
+    from supersede_lib.bench import train_prefix as bench_train_prefix
 
     result = bench_train_prefix.train_prefix_bench(tmp_path / "absent.gguf")
     assert "absent.gguf" in result["skipped"]

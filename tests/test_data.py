@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from huggingface_hub.errors import LocalEntryNotFoundError
 
-from supersede_lib import episode
+from supersede_lib.agent import episode
 from supersede_lib.data import longmemeval as data
 from supersede_lib.data.longmemeval import (
     DataUnavailableError,

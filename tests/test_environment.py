@@ -12,6 +12,7 @@ import pytest
 
 vf = pytest.importorskip("verifiers")
 
+from supersede_lib.agent.episode import Episode, Session, Turn  # noqa: E402
 from supersede_lib.environment import (  # noqa: E402
     SupersedeEnv,
     episodes_to_dataset,
@@ -19,7 +20,6 @@ from supersede_lib.environment import (  # noqa: E402
     make_environment,
     rollout_from_info,
 )
-from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
 from supersede_lib.models.local_server import LocalOpenAIServer  # noqa: E402
 
 CITIES = ("Lisbon", "Oslo", "Kyoto")  # the city of session k; the last one is current

@@ -74,15 +74,14 @@ def test_lora_b_and_dtype_readers(tmp_path: Path) -> None:
 
 
 def test_the_logit_check_catches_a_prefix_cache_that_lost_the_prefix(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from transformers import DynamicCache
 
-    from supersede_lib import prompts
+    from supersede_lib.agent import prompts
     from supersede_lib.models.hf import HFChatModel, PromptPrefixCache
-    from supersede_lib.models.tiny import build_tiny_model
 
-    model = HFChatModel(str(build_tiny_model(tmp_path / "tiny")), device="cpu")
+    model = HFChatModel(str(tiny_path), device="cpu")
     messages = [
         {"role": "system", "content": prompts.ANSWER_SYSTEM},
         {"role": "user", "content": "Where do I live now?"},

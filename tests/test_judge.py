@@ -5,7 +5,7 @@ import asyncio
 import pandas as pd
 import pytest
 
-from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.agent.episode import Episode, Session, Turn
 from supersede_lib.eval.judge import (
     ABSTENTION_TEMPLATE,
     KNOWLEDGE_UPDATE_TEMPLATE,

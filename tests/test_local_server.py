@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from supersede_lib import prompts
-from supersede_lib.episode import Session, Turn
+from supersede_lib.agent import prompts
+from supersede_lib.agent.episode import Session, Turn
 from supersede_lib.models.local_server import (
     UNKNOWN_ANSWER,
     LocalOpenAIServer,

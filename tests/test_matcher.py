@@ -534,7 +534,7 @@ def test_mentioning_both_values_never_beats_committing_to_one(template, values) 
 
 
 def test_score_episode_answer_uses_the_episode_fields() -> None:
-    from supersede_lib.episode import Episode
+    from supersede_lib.agent.episode import Episode
     from supersede_lib.eval.matcher import score_episode_answer
 
     episode = Episode(

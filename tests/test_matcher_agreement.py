@@ -6,12 +6,12 @@ fails too, so the list cannot go stale.
 """
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from supersede_lib.eval.agreement import (
+    LABELS_DIR,
     VERDICTS,
     agreement,
     disagreements,
@@ -19,7 +19,6 @@ from supersede_lib.eval.agreement import (
     read_labelled_answers,
 )
 
-LABELS_DIR = Path(__file__).parent / "fixtures" / "matcher_labels"
 MIN_AGREEMENT = 0.98
 
 

@@ -2,15 +2,15 @@
 
 import pytest
 
-from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.agent.episode import Episode, Session, Turn
+from supersede_lib.agent.prompts import is_empty_notes
+from supersede_lib.agent.rollout import make_rollout
 from supersede_lib.eval.memory_metrics import (
     MemoryMetrics,
     aggregate_memory_metrics,
     echoes_example,
     trajectory_memory_metrics,
 )
-from supersede_lib.prompts import is_empty_notes
-from supersede_lib.rollout import make_rollout
 
 
 def _episode(gold=("Denver",), stale=("Austin",), is_abstention=False) -> Episode:

@@ -1,12 +1,13 @@
 """Line-edit notes: the reply names changed lines; the code applies them, newest first, within the budget."""
 
+from conftest import make_episode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from supersede_lib.notes_edits import apply_line_edits, parse_edit_lines
-from supersede_lib.prompts import is_empty_notes
-from supersede_lib.rollout import make_rollout
-from tests.test_rollout import _all_text, _episode
+from supersede_lib.agent.notes_edits import apply_line_edits, parse_edit_lines
+from supersede_lib.agent.prompts import is_empty_notes
+from supersede_lib.agent.rollout import make_rollout
+from tests.test_rollout import _all_text
 
 
 def test_first_write_keeps_fact_lines_and_skips_prose_and_bullets() -> None:
@@ -76,11 +77,11 @@ def test_parse_ignores_lines_without_a_value() -> None:
 
 
 def test_line_edit_rollout_applies_edits_and_shows_only_user_turns() -> None:
-    episode = _episode(3)
+    episode = make_episode("ep-1", 3)
     rollout = make_rollout(episode, "bounded_memory", 300, prompt_variant="v9_line_edits")
     first = _all_text(rollout.current_messages())
     assert "You have no memory file yet" in first
-    assert "SESSION-0-USER-TEXT" in first and "SESSION-0-ASSISTANT-TEXT" not in first
+    assert "SESSION-0-TEXT" in first and "ASSISTANT-0 noted" not in first
     for reply in ("city: city0\npet: Rex", "NONE", "City: city2"):
         rollout.step(reply)
     assert rollout.notes_history == [

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import ResponseCache
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.studies import profiles
 from supersede_lib.studies.profiles import Profile, ProfileError, load_profile
 

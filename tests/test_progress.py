@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import time
 
+from conftest import make_episode
+
 from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.runner import RunSettings, run_condition, run_conditions
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
-from tests.test_runner import CityModel, make_episode
+from tests.test_runner import CityModel
 
 CALLS_PER_QUESTION = 4  # three notes rewrites and the answer
 TOKENS_PER_CALL = 13

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from conftest import make_episode
 
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import RunSettings, run_condition
@@ -24,7 +25,7 @@ from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.local_server import LocalOpenAIServer, ScriptedFailure
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.rate_limit import AdaptiveLimit
-from tests.test_runner import SESSION_MARKER, city_responder, make_episode
+from tests.test_runner import SESSION_MARKER, city_responder
 
 NO_KEY_ENV = "SUPERSEDE_TEST_UNSET_KEY"
 

@@ -1,10 +1,11 @@
 """The rollout core: what the model sees at each turn, and the notes cap."""
 
 import pytest
+from conftest import make_episode
 
-from supersede_lib.episode import Episode, Session, Turn
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, PROMPT_VARIANTS, is_notes_request
-from supersede_lib.rollout import (
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, PROMPT_VARIANTS, is_notes_request
+from supersede_lib.agent.rollout import (
     BoundedMemoryRollout,
     FullContextRollout,
     make_rollout,
@@ -12,34 +13,12 @@ from supersede_lib.rollout import (
 )
 
 
-def _episode(n_sessions: int = 3) -> Episode:
-    sessions = tuple(
-        Session(
-            session_id=f"s{index}",
-            date=f"2023/05/0{index + 1} (Mon) 10:00",
-            turns=(
-                Turn("user", f"SESSION-{index}-USER-TEXT my city is city{index}"),
-                Turn("assistant", f"SESSION-{index}-ASSISTANT-TEXT noted"),
-            ),
-        )
-        for index in range(n_sessions)
-    )
-    return Episode(
-        episode_id="ep-1",
-        sessions=sessions,
-        question="Where do I live now?",
-        question_date="2023/06/01 (Thu) 10:00",
-        gold_answers=(f"city{n_sessions - 1}",),
-        superseded_values=tuple(f"city{index}" for index in range(n_sessions - 1)),
-    )
-
-
 def _all_text(messages: list[dict[str, str]]) -> str:
     return "\n".join(message["content"] for message in messages)
 
 
 def test_bounded_memory_shows_each_session_once_and_never_again() -> None:
-    episode = _episode(3)
+    episode = make_episode("ep-1", 3)
     rollout = BoundedMemoryRollout(episode, notes_budget_chars=300)
     prompts_seen = []
     while not rollout.done:
@@ -51,7 +30,7 @@ def test_bounded_memory_shows_each_session_once_and_never_again() -> None:
     assert kinds == ["notes", "notes", "notes", "answer"]
     for turn_index, (kind, text) in enumerate(prompts_seen):
         for session_index in range(3):
-            shown = f"SESSION-{session_index}-USER-TEXT" in text
+            shown = f"SESSION-{session_index}-TEXT" in text
             assert shown == (kind == "notes" and session_index == turn_index)
     # the answer prompt carries the notes and the question, not the sessions
     assert "notes after turn 3" in prompts_seen[-1][1]
@@ -59,14 +38,14 @@ def test_bounded_memory_shows_each_session_once_and_never_again() -> None:
 
 
 def test_notes_turn_carries_previous_notes() -> None:
-    rollout = BoundedMemoryRollout(_episode(2), notes_budget_chars=300)
+    rollout = BoundedMemoryRollout(make_episode("ep-1", 2), notes_budget_chars=300)
     rollout.step("lives in city0")
     assert "lives in city0" in _all_text(rollout.current_messages())
     assert rollout.notes_history == ["lives in city0"]
 
 
 def test_notes_are_hard_capped_and_truncations_counted() -> None:
-    rollout = BoundedMemoryRollout(_episode(2), notes_budget_chars=10)
+    rollout = BoundedMemoryRollout(make_episode("ep-1", 2), notes_budget_chars=10)
     rollout.step("x" * 25)
     rollout.step("short")
     assert rollout.notes_history == ["x" * 10, "short"]
@@ -76,7 +55,7 @@ def test_notes_are_hard_capped_and_truncations_counted() -> None:
 
 
 def test_answer_ends_rollout_and_further_steps_fail() -> None:
-    rollout = BoundedMemoryRollout(_episode(1), notes_budget_chars=50)
+    rollout = BoundedMemoryRollout(make_episode("ep-1", 1), notes_budget_chars=50)
     rollout.step("notes")
     rollout.step("  city0  ")
     assert rollout.done and rollout.answer == "city0"
@@ -85,16 +64,16 @@ def test_answer_ends_rollout_and_further_steps_fail() -> None:
 
 
 def test_full_context_single_turn_has_every_session_in_order() -> None:
-    rollout = FullContextRollout(_episode(3))
+    rollout = FullContextRollout(make_episode("ep-1", 3))
     text = _all_text(rollout.current_messages())
-    positions = [text.index(f"SESSION-{index}-USER-TEXT") for index in range(3)]
+    positions = [text.index(f"SESSION-{index}-TEXT") for index in range(3)]
     assert positions == sorted(positions)
     rollout.step("city2")
     assert rollout.done and rollout.answer == "city2"
 
 
 def test_budget_modes() -> None:
-    episode = _episode(4)
+    episode = make_episode("ep-1", 4)
     assert notes_budget_for(episode, 300) == 300
     assert notes_budget_for(episode, 300, chars_per_session=150) == 600
     assert make_rollout(episode, "bounded_memory", chars_per_session=150).notes_budget_chars == 600
@@ -105,35 +84,35 @@ def test_budget_modes() -> None:
 
 
 def test_episode_round_trips_through_dict() -> None:
-    episode = _episode(2)
+    episode = make_episode("ep-1", 2)
     assert Episode.from_dict(episode.to_dict()) == episode
 
 
 def test_every_prompt_variant_keeps_the_no_re_feed_contract() -> None:
     for variant in PROMPT_VARIANTS:
-        rollout = make_rollout(_episode(2), "bounded_memory", 300, prompt_variant=variant)
+        rollout = make_rollout(make_episode("ep-1", 2), "bounded_memory", 300, prompt_variant=variant)
         first = _all_text(rollout.current_messages())
-        assert "SESSION-0-USER-TEXT" in first and "SESSION-1-USER-TEXT" not in first
+        assert "SESSION-0-TEXT" in first and "SESSION-1-TEXT" not in first
         rollout.step("note: NOTES-ONE")  # a line every notes_update kind keeps
         second = _all_text(rollout.current_messages())
-        assert "NOTES-ONE" in second and "SESSION-0-USER-TEXT" not in second
+        assert "NOTES-ONE" in second and "SESSION-0-TEXT" not in second
         rollout.step("note: NOTES-TWO")
         answer = _all_text(rollout.current_messages())
-        assert "NOTES-TWO" in answer and "Where do I live now?" in answer
+        assert "NOTES-TWO" in answer and "Which city do I live in now?" in answer
         assert "SESSION-" not in answer
-        full = make_rollout(_episode(2), "full_context", prompt_variant=variant)
-        assert "SESSION-1-USER-TEXT" in _all_text(full.current_messages())
+        full = make_rollout(make_episode("ep-1", 2), "full_context", prompt_variant=variant)
+        assert "SESSION-1-TEXT" in _all_text(full.current_messages())
 
 
 def test_unknown_prompt_variant_lists_the_allowed_ones() -> None:
     with pytest.raises(ValueError, match="v1_worked_example"):
-        make_rollout(_episode(2), "bounded_memory", prompt_variant="no-such-prompt")
+        make_rollout(make_episode("ep-1", 2), "bounded_memory", prompt_variant="no-such-prompt")
     with pytest.raises(ValueError, match="unknown prompt variant"):
-        FullContextRollout(_episode(2), prompt_variant="no-such-prompt")
+        FullContextRollout(make_episode("ep-1", 2), prompt_variant="no-such-prompt")
 
 
 def test_default_variant_sends_its_own_texts() -> None:
-    rollout = make_rollout(_episode(1), "bounded_memory", 300)
+    rollout = make_rollout(make_episode("ep-1", 1), "bounded_memory", 300)
     prompt_set = PROMPT_VARIANTS[DEFAULT_PROMPT_VARIANT]
     messages = rollout.current_messages()
     assert messages[0]["content"] == prompt_set.notes_system
@@ -146,7 +125,7 @@ def test_default_variant_sends_its_own_texts() -> None:
 
 def test_v1_variant_sends_the_worked_example_before_the_request() -> None:
     messages = make_rollout(
-        _episode(1), "bounded_memory", 300, prompt_variant="v1_worked_example"
+        make_episode("ep-1", 1), "bounded_memory", 300, prompt_variant="v1_worked_example"
     ).current_messages()
     assert [message["role"] for message in messages] == ["system", "user", "assistant", "user"]
     assert "Detroit" in messages[2]["content"]

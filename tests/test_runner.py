@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import make_episode
 
-from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.eval import runner
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import notes_holdings
@@ -39,37 +41,9 @@ from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, ChatResult, ModelConfigError
 from supersede_lib.models.local_server import LocalOpenAIServer, ScriptedFailure
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.rollout import BoundedMemoryRollout
 
 CITY_PATTERN = re.compile(r"my city is (\w+)")
 EPISODE_TAG = re.compile(r"\[([\w-]+)\]")
-
-
-def make_episode(episode_id: str = "ep-0", n_sessions: int = 3, filler_session: int | None = None) -> Episode:
-    """Session i says 'my city is city{i}' (except `filler_session`); gold is the last city."""
-    sessions = []
-    for index in range(n_sessions):
-        text = f"[{episode_id}] SESSION-{index}-TEXT my city is city{index}"
-        if index == filler_session:
-            text = f"[{episode_id}] I like tea."
-        sessions.append(
-            Session(
-                session_id=f"{episode_id}-s{index}",
-                date=f"2023/05/0{index + 1} (Mon) 10:00",
-                turns=(Turn("user", text), Turn("assistant", f"ASSISTANT-{index} noted")),
-            )
-        )
-    last = max(index for index in range(n_sessions) if index != filler_session)
-    return Episode(
-        episode_id=episode_id,
-        sessions=tuple(sessions),
-        question="Which city do I live in now?",
-        question_date="2023/06/01 (Thu) 10:00",
-        gold_answers=(f"city{last}",),
-        superseded_values=tuple(f"city{index}" for index in range(last) if index != filler_session),
-        source="test",
-        question_type="knowledge-update",
-    )
 
 
 class CityModel:
@@ -465,7 +439,7 @@ import json, sys
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 
 base_url, cache_path, episodes_path = sys.argv[1:4]
 episodes = [Episode.from_dict(record) for record in json.load(open(episodes_path))]

@@ -11,13 +11,12 @@ pytest.importorskip("peft")
 
 import torch  # noqa: E402
 
-from supersede_lib.bench_train_prefix import window_gradient, with_advantages  # noqa: E402
-from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
+from supersede_lib.bench.train_prefix import window_gradient, with_advantages  # noqa: E402
 from supersede_lib.train import grpo  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
-from supersede_lib.train.grpo import expand_to_turn_samples  # noqa: E402
 from supersede_lib.train.run import build_trainer  # noqa: E402
+from supersede_lib.train.samples import expand_to_turn_samples  # noqa: E402
 from supersede_lib.train.shared_prefix import remainder_batch, shared_prefix_groups  # noqa: E402
 
 PAD = 0
@@ -79,16 +78,11 @@ def test_remainders_keep_completions_aligned_and_positions_contiguous() -> None:
     assert positions[1, 2:].tolist() == [shared, shared + 1, shared + 2]  # no gap after the prefix
 
 
-@pytest.fixture(scope="module")
-def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
-
-
-def _fp32_tiny_trainer(tiny_model_path: Path, output_dir: Path, **changes: object):  # noqa: ANN202
+def _fp32_tiny_trainer(tiny_path: Path, output_dir: Path, **changes: object):  # noqa: ANN202
     """The smoke preset on the tiny model in float32, where both paths must agree to float noise."""
     config = TrainingConfig.preset(
         "smoke",
-        model_name_or_path=str(tiny_model_path),
+        model_name_or_path=str(tiny_path),
         output_dir=str(output_dir),
         disable_tqdm=True,
         cpu_dtype="float32",
@@ -98,10 +92,10 @@ def _fp32_tiny_trainer(tiny_model_path: Path, output_dir: Path, **changes: objec
 
 
 @pytest.fixture(scope="module")
-def trained_tiny(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
+def trained_tiny(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory):
     """A float32 tiny trainer after one step, and that step's turn samples, every one with an advantage."""
     trainer = _fp32_tiny_trainer(
-        tiny_model_path,
+        tiny_path,
         tmp_path_factory.mktemp("run"),
         max_steps=1,
         save_steps=1,
@@ -191,7 +185,7 @@ def test_without_the_flush_the_prefix_gradient_would_be_missing(trained_tiny) ->
 
 
 def test_a_training_step_sends_the_prefix_gradient_before_the_optimiser_steps(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from supersede_lib.train import shared_prefix
 
@@ -201,7 +195,7 @@ def test_a_training_step_sends_the_prefix_gradient_before_the_optimiser_steps(
         shared_prefix.WindowPrefix, "backward", lambda self: (events.append("prefix"), backward(self))[1]
     )
     trainer = _fp32_tiny_trainer(
-        tiny_model_path,
+        tiny_path,
         tmp_path,
         max_steps=1,
         max_completion_length=6,
@@ -226,12 +220,12 @@ def test_a_training_step_sends_the_prefix_gradient_before_the_optimiser_steps(
 
 
 def test_generation_with_the_shared_prefix_matches_trls(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from supersede_lib.agent.rollout import BoundedMemoryRollout
     from supersede_lib.data import synthetic
-    from supersede_lib.rollout import BoundedMemoryRollout
 
-    trainer = _fp32_tiny_trainer(tiny_model_path, tmp_path, max_completion_length=8)
+    trainer = _fp32_tiny_trainer(tiny_path, tmp_path, max_completion_length=8)
     episodes = synthetic.generate_episodes(3, seed=5, difficulty="easy")
     conversations = [BoundedMemoryRollout(episode, 200).current_messages() for episode in episodes]
     prompt_ids, _, _ = trainer._tokenize_prompts(conversations)
@@ -254,11 +248,11 @@ def test_generation_with_the_shared_prefix_matches_trls(
     assert all(0 < len(reply) <= 8 for reply in replies[True])
 
 
-def test_gradient_checkpointing_turns_the_shared_prefix_off(tiny_model_path: Path, tmp_path: Path) -> None:
+def test_gradient_checkpointing_turns_the_shared_prefix_off(tiny_path: Path, tmp_path: Path) -> None:
     """Checkpointed layers drop every cache in training mode (seen on a GPU: the prefix forward returned
     none), so a run with both trains without the prefix, and the trainer refuses to be built with both."""
     trainer = _fp32_tiny_trainer(
-        tiny_model_path, tmp_path / "run", share_prompt_prefix=True, gradient_checkpointing=True, max_steps=1
+        tiny_path, tmp_path / "run", share_prompt_prefix=True, gradient_checkpointing=True, max_steps=1
     )
     assert trainer.args.gradient_checkpointing and not trainer.share_prompt_prefix
     trainer.train()  # the plain path: no prefix forward to come back empty

@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.agent.episode import Episode, Session, Turn
+from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import RunSettings
 from supersede_lib.models.chat import ChatResult
 from supersede_lib.present.explorer import episode_explorer, episode_step_html, index_trajectories
-from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import common, paper_results, profiles
 from supersede_lib.studies import data_overview as data_overview_study
 from supersede_lib.studies import environment_validation as environment_study

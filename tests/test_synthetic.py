@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from supersede_lib.agent.episode import Episode
 from supersede_lib.data.synthetic import (
     DIFFICULTY_LADDER,
     DISTRACTOR_TOPICS,
@@ -31,7 +32,6 @@ from supersede_lib.data.synthetic import (
     next_difficulty,
     parse_date,
 )
-from supersede_lib.episode import Episode
 
 ALL_PRESETS = (*DIFFICULTY_LADDER, EXPLICIT_TEMPLATED)
 POOL_DOMAINS = tuple(name for name, domain in FACT_DOMAINS.items() if domain.value_kind == "pool")

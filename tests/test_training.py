@@ -14,23 +14,20 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
+from conftest import make_episode  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
+from supersede_lib.agent.episode import Episode  # noqa: E402
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
+from supersede_lib.agent.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.data import synthetic  # noqa: E402
-from supersede_lib.episode import Episode, Session, Turn  # noqa: E402
 from supersede_lib.eval.matcher import score_answer, score_episode_answer  # noqa: E402
-from supersede_lib.models.tiny import build_tiny_model  # noqa: E402
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
-from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
-from supersede_lib.train.config import TrainingConfig  # noqa: E402
+from supersede_lib.train.callbacks import ZeroAdvantageStop  # noqa: E402
+from supersede_lib.train.config import TrainingConfig, tiny_smoke_config  # noqa: E402
 from supersede_lib.train.curriculum import Curriculum  # noqa: E402
 from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
-from supersede_lib.train.grpo import (  # noqa: E402
-    TrajectoryRecord,
-    TurnTokens,
-    ZeroAdvantageStop,
-    expand_to_turn_samples,
+from supersede_lib.train.rewards import (  # noqa: E402
     group_advantages,
     memory_credit_scorer,
     rollout_record,
@@ -45,6 +42,7 @@ from supersede_lib.train.run import (  # noqa: E402
     resolve_base_model,
     train,
 )
+from supersede_lib.train.samples import TrajectoryRecord, TurnTokens, expand_to_turn_samples  # noqa: E402
 
 # ----------------------------------------------------------------------------- pure pieces
 
@@ -62,7 +60,7 @@ def test_group_advantages_are_relative_to_the_episode_group() -> None:
 
 
 def test_every_turn_of_a_trajectory_carries_its_advantage() -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     trajectories = [
         TrajectoryRecord(
             0, episode, BoundedMemoryRollout(episode, 100), [TurnTokens([1], [2])] * 3, 1.0, 0.7
@@ -135,25 +133,6 @@ def test_config_errors_name_the_field() -> None:
 # ----------------------------------------------------------------------------- runs on the tiny model
 
 
-def _hand_episode(n_sessions: int, index: int = 0) -> Episode:
-    sessions = tuple(
-        Session(
-            session_id=f"s{k}",
-            date=f"2023/05/0{k + 1} (Mon) 10:00",
-            turns=(Turn("user", f"SESSION-{k} I live in city{k} now"), Turn("assistant", "Noted.")),
-        )
-        for k in range(n_sessions)
-    )
-    return Episode(
-        episode_id=f"hand-{index}",
-        sessions=sessions,
-        question="Where do I live now?",
-        question_date="2023/06/01 (Thu) 10:00",
-        gold_answers=(f"city{n_sessions - 1}",),
-        superseded_values=tuple(f"city{k}" for k in range(n_sessions - 1)),
-    )
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _restore_torch_threads():
     """The smoke preset pins torch to 1 thread (fast on busy cores); give other tests theirs back."""
@@ -164,28 +143,15 @@ def _restore_torch_threads():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
-def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
-
-
-def _config(tiny_model_path: Path, output_dir: Path, **changes: object) -> TrainingConfig:
-    settings: dict[str, object] = dict(
-        model_name_or_path=str(tiny_model_path),
-        output_dir=str(output_dir),
-        max_steps=2,
-        save_steps=1,
-        max_completion_length=6,
-        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
-        disable_tqdm=True,
-    )
-    settings.update(changes)
-    return TrainingConfig.preset("smoke", **settings)
+def _config(tiny_path: Path, output_dir: Path, **changes: object) -> TrainingConfig:
+    """The shared tiny smoke run with a checkpoint every step and short replies."""
+    settings: dict[str, object] = dict(save_steps=1, max_completion_length=6, disable_tqdm=True)
+    return tiny_smoke_config(tiny_path, output_dir, **{**settings, **changes})
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
-    config = _config(tiny_model_path, tmp_path_factory.mktemp("smoke"))
+def smoke_run(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    config = _config(tiny_path, tmp_path_factory.mktemp("smoke"))
     return config, train(config, seed=0, scorer=_varied_scorer)
 
 
@@ -219,19 +185,17 @@ def test_a_run_directory_refuses_a_different_config(smoke_run) -> None:
     assert train(config.replace(disable_tqdm=False), seed=0, scorer=_varied_scorer).final_step == 2
 
 
-def test_saved_adapters_load_for_transfer_evaluation(smoke_run, tiny_model_path: Path) -> None:
+def test_saved_adapters_load_for_transfer_evaluation(smoke_run, tiny_path: Path) -> None:
     from supersede_lib.models.hf import HFChatModel
 
     config, result = smoke_run
     step, adapter = result.checkpoints[-1]
-    assert resolve_base_model(config) == str(tiny_model_path)
+    assert resolve_base_model(config) == str(tiny_path)
     assert resolve_base_model(TrainingConfig.preset("offline")).endswith(
         "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     )
     base = HFChatModel(resolve_base_model(config), device="cpu", max_new_tokens_default=4)
-    trained = HFChatModel(
-        str(tiny_model_path), adapter_path=str(adapter), device="cpu", max_new_tokens_default=4
-    )
+    trained = HFChatModel(str(tiny_path), adapter_path=str(adapter), device="cpu", max_new_tokens_default=4)
     assert trained.name == f"tiny+checkpoint-{step}@{trained.adapter_fingerprint[:12]}"
     assert base.differs_only_by_adapter(trained)
     assert trained.chat([{"role": "user", "content": "Where do I live now?"}]).completion_tokens <= 4
@@ -260,8 +224,8 @@ class _InterruptAtStep(TrainerCallback):
         return control
 
 
-def test_an_interrupted_run_resumes_from_its_last_checkpoint(tiny_model_path: Path, tmp_path: Path) -> None:
-    config = _config(tiny_model_path, tmp_path, max_steps=3)
+def test_an_interrupted_run_resumes_from_its_last_checkpoint(tiny_path: Path, tmp_path: Path) -> None:
+    config = _config(tiny_path, tmp_path, max_steps=3)
     with pytest.raises(_Interrupt):
         train(config, seed=1, scorer=_varied_scorer, callbacks=[_InterruptAtStep(2)])
     assert [step for step, _ in list_checkpoints(tmp_path / "seed-1")] == [1]
@@ -283,10 +247,8 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint(tiny_model_path: Pa
     }
 
 
-def test_training_stops_after_consecutive_zero_advantage_batches(
-    tiny_model_path: Path, tmp_path: Path
-) -> None:
-    config = _config(tiny_model_path, tmp_path, max_steps=8, save_steps=50, zero_advantage_patience=2)
+def test_training_stops_after_consecutive_zero_advantage_batches(tiny_path: Path, tmp_path: Path) -> None:
+    config = _config(tiny_path, tmp_path, max_steps=8, save_steps=50, zero_advantage_patience=2)
     result = train(config, seed=0, scorer=lambda episode, rollout: 1.0)
     assert result.stop_reason == "zero_advantage"
     assert result.final_step == 2
@@ -297,11 +259,11 @@ def test_training_stops_after_consecutive_zero_advantage_batches(
 
 @pytest.mark.parametrize("prompt_variant", [DEFAULT_PROMPT_VARIANT, "v10_line_edits_loose_answer"])
 def test_the_loss_sees_exactly_the_rollout_core_prompts(
-    tiny_model_path: Path, tmp_path: Path, prompt_variant: str
+    tiny_path: Path, tmp_path: Path, prompt_variant: str
 ) -> None:
-    pool = [_hand_episode(3, index) for index in range(2)]
+    pool = [make_episode(f"hand-{index}", 3) for index in range(2)]
     config = _config(
-        tiny_model_path,
+        tiny_path,
         tmp_path,
         max_steps=1,
         episode_overrides={},
@@ -366,7 +328,7 @@ def test_the_loss_sees_exactly_the_rollout_core_prompts(
 
 
 def test_the_default_reward_is_the_environment_rubric() -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     rollout = BoundedMemoryRollout(episode, 100)
     rollout.step("- lives in city0")
     rollout.step("- lives in city1 (moved from city0)")
@@ -403,7 +365,7 @@ def _rollout_with(episode: Episode, notes: str, answer: str) -> BoundedMemoryRol
 def test_the_memory_reward_adds_credit_only_for_current_notes_without_stale_ones(
     notes: str, answer: str, expected: float
 ) -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     rollout = _rollout_with(episode, notes, answer)
     sparse = rubric_scorer()(episode, rollout)
     dense = scorer_for("memory", memory_credit=0.5)(episode, rollout)
@@ -467,24 +429,22 @@ def test_training_grades_previous_value_questions_as_evaluation_does() -> None:
 
 
 def test_a_scorer_may_return_a_bare_reward() -> None:
-    episode = _hand_episode(2)
+    episode = make_episode("hand-0", 2)
     trajectory = TrajectoryRecord(0, episode, _answered(episode, "city1"), [])
     score_trajectory(lambda episode, rollout: 0.25, trajectory)
     record = rollout_record(1, "easy", trajectory)
     assert (record["reward"], record["verdict"], record["reason"]) == (0.25, None, None)
 
 
-def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(
-    tiny_model_path: Path, tmp_path: Path
-) -> None:
+def test_skipping_zero_advantage_rows_leaves_the_gradient_unchanged(tiny_path: Path, tmp_path: Path) -> None:
     import torch
 
-    pool = [_hand_episode(2, 0), _hand_episode(2, 1)]
+    pool = [make_episode("hand-0", 2), make_episode("hand-1", 2)]
 
     def scorer(episode: Episode, rollout: BoundedMemoryRollout) -> float:  # group of hand-1 is saturated
         return 1.0 if episode.episode_id == "hand-1" else _varied_scorer(episode, rollout)
 
-    config = _config(tiny_model_path, tmp_path, max_steps=1, episode_overrides={}, num_generations=4)
+    config = _config(tiny_path, tmp_path, max_steps=1, episode_overrides={}, num_generations=4)
     trainer = build_trainer(config, seed=0, episodes=pool, scorer=scorer)
     trainer.train()
     trajectories = trainer.last_trajectories
@@ -638,12 +598,12 @@ def _quantized_policy(config: TrainingConfig, seed: int = 0):
 
 
 def test_adapters_and_optimizer_state_of_a_quantized_model_stay_fp32(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
 
     monkeypatch.setattr(training_run, "load_policy", _quantized_policy)
-    config = _config(tiny_model_path, tmp_path, max_steps=1)
+    config = _config(tiny_path, tmp_path, max_steps=1)
     trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
     trainable = [p for p in trainer.model.parameters() if p.requires_grad]
     assert trainable and all(p.dtype == torch.float32 for p in trainable)  # TRL had cast them to bf16
@@ -659,11 +619,11 @@ def test_adapters_and_optimizer_state_of_a_quantized_model_stay_fp32(
 
 @pytest.mark.parametrize("cpu_dtype", ["bfloat16", "float32"])
 def test_a_bf16_base_on_a_cpu_samples_and_trains_under_autocast_with_fp32_adapters(
-    tiny_model_path: Path, tmp_path: Path, cpu_dtype: str
+    tiny_path: Path, tmp_path: Path, cpu_dtype: str
 ) -> None:
     import torch
 
-    config = _config(tiny_model_path, tmp_path, max_steps=1, cpu_dtype=cpu_dtype)
+    config = _config(tiny_path, tmp_path, max_steps=1, cpu_dtype=cpu_dtype)
     trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
     bf16 = cpu_dtype == "bfloat16"
     assert trainer.args.bf16 is bf16
@@ -686,7 +646,7 @@ def test_a_bf16_base_on_a_cpu_samples_and_trains_under_autocast_with_fp32_adapte
 
 
 def test_the_gradient_checkpointing_toggle_is_looked_up_when_called(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Unsloth swaps trl.models.utils.disable_gradient_checkpointing for a no-op after we are imported."""
     import contextlib
@@ -700,7 +660,7 @@ def test_the_gradient_checkpointing_toggle_is_looked_up_when_called(
         calls.append(model)
         yield
 
-    config = _config(tiny_model_path, tmp_path, max_steps=1, kl_log_every=1)
+    config = _config(tiny_path, tmp_path, max_steps=1, kl_log_every=1)
     trainer = build_trainer(config, seed=0, scorer=_varied_scorer)
     monkeypatch.setattr(trl.models.utils, "disable_gradient_checkpointing", unsloth_noop)
     trainer.train()
@@ -708,7 +668,7 @@ def test_the_gradient_checkpointing_toggle_is_looked_up_when_called(
 
 
 def test_a_finished_run_releases_its_model(
-    tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Several runs share one process (seeds x curricula): nothing may keep the last one's model alive."""
     import weakref
@@ -722,5 +682,5 @@ def test_a_finished_run_releases_its_model(
         return model, tokenizer, peft_config
 
     monkeypatch.setattr(training_run, "load_policy", remembered)
-    train(_config(tiny_model_path, tmp_path, max_steps=1), seed=0, scorer=_varied_scorer)
+    train(_config(tiny_path, tmp_path, max_steps=1), seed=0, scorer=_varied_scorer)
     assert len(loaded) == 1 and loaded[0]() is None

@@ -9,7 +9,7 @@ logged metrics and the rollouts file must still be those of the single process.
 This file is also the worker: `python tests/test_training_multiprocess.py <tiny model> <out dir>`
 with torch.distributed's environment (RANK, WORLD_SIZE, MASTER_ADDR, ...) set.
 
-The command line (`python -m supersede_lib.train`) is run the same way, as a launcher would start it:
+The command line (`python -m supersede_lib train`) is run the same way, as a launcher would start it:
 2 processes train one smoke run, a second launch trains it on from its checkpoint, and one process
 then reads the finished run back as notebook 06 does.
 """
@@ -36,13 +36,13 @@ pytest.importorskip("peft")
 
 from transformers import TrainerCallback  # noqa: E402
 
-from supersede_lib.episode import Episode  # noqa: E402
+from supersede_lib.agent.episode import Episode  # noqa: E402
+from supersede_lib.agent.rollout import BoundedMemoryRollout  # noqa: E402
+from supersede_lib.cli.train import main as training_command  # noqa: E402
 from supersede_lib.models.hf import GGUF_CACHE_ENV  # noqa: E402
-from supersede_lib.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
-from supersede_lib.train.__main__ import main as training_command  # noqa: E402
 from supersede_lib.train.config import (  # noqa: E402
     CONFIG_FILE,
     METRICS_FILE,
@@ -50,6 +50,7 @@ from supersede_lib.train.config import (  # noqa: E402
     STATE_FILE,
     SUMMARY_FILE,
     TrainingConfig,
+    tiny_smoke_config,
 )
 from supersede_lib.train.processes import leave_process_group, wait_for_everyone  # noqa: E402
 from supersede_lib.train.run import build_trainer, resolve_base_model, run_dir_for  # noqa: E402
@@ -72,10 +73,9 @@ WORKER_TIMEOUT_S = 240
 
 
 def _config(tiny_path: Path, output_dir: Path, scale_rewards: str, processes: int) -> TrainingConfig:
-    return TrainingConfig.preset(
-        "smoke",
-        model_name_or_path=str(tiny_path),
-        output_dir=str(output_dir),
+    return tiny_smoke_config(
+        tiny_path,
+        output_dir,
         episodes_per_step=EPISODES // processes,
         num_generations=GROUP_SIZE,
         gradient_accumulation_steps=2,
@@ -292,7 +292,7 @@ def test_the_command_line_trains_data_parallel_and_06_reads_the_run_back(
 ) -> None:
     outputs, model_cache = tmp_path / "outputs", tmp_path / "models"
     env = {"SUPERSEDE_OUTPUT_DIR": str(outputs), GGUF_CACHE_ENV: str(model_cache)}
-    command = [sys.executable, "-m", "supersede_lib.train"]
+    command = [sys.executable, "-m", "supersede_lib", "train"]
     first = _run_two_processes([*command, *_cli_flags(max_steps=1)], tmp_path / "launch-1", env)
     second = _run_two_processes([*command, *_cli_flags(max_steps=2)], tmp_path / "launch-2", env)
     for launch in (first, second):  # the main process reports, the other stays quiet
@@ -386,7 +386,7 @@ def test_a_dry_run_shows_the_batch_of_this_launch(
     assert training_command(["--profile", "paper", "--seed", "0", "--dry-run"]) == 0
     assert "32 trajectories per step = 1 process(es) x 4 episode(s) x group 8" in capsys.readouterr().out
     monkeypatch.setenv("WORLD_SIZE", "4")  # what `accelerate launch --num_processes 4` tells each process
-    monkeypatch.setattr("supersede_lib.train.__main__.is_main_process", lambda: True)  # no group to join here
+    monkeypatch.setattr("supersede_lib.cli.train.is_main_process", lambda: True)  # no group to join here
     assert training_command(["--profile", "paper", "--seed", "0", "--dry-run", *paper_on_four]) == 0
     printed = capsys.readouterr().out
     assert "32 trajectories per step = 4 process(es) x 1 episode(s) x group 8" in printed

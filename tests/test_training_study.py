@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("trl")
 
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
 from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.studies import transfer as transfer_study  # noqa: E402
 from supersede_lib.studies.profiles import Profile, validate_profile  # noqa: E402
-from supersede_lib.train import grpo  # noqa: E402
+from supersede_lib.train import rewards as training_rewards  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.run import run_dir_for  # noqa: E402
 
@@ -296,7 +296,7 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory):
         },
     )
     with pytest.MonkeyPatch.context() as notes:
-        notes.setattr(grpo, "_notes_hold_current", lambda episode, notes: True)
+        notes.setattr(training_rewards, "_notes_hold_current", lambda episode, notes: True)
         training = training_study.run_training(profile)
     yield profile, training, root
     patch.undo()

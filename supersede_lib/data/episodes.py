@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_serializer, model_validator
 
+from supersede_lib.agent.episode import Episode
 from supersede_lib.data import synthetic
 from supersede_lib.data.longmemeval import SPLITS, load_longmemeval
-from supersede_lib.episode import Episode
 
 DEFAULT_SYNTHETIC_N = 8
 GENERATOR_FIELDS = tuple(item.name for item in fields(synthetic.GeneratorConfig) if item.name != "name")

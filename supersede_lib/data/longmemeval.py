@@ -21,7 +21,7 @@ import pandas as pd
 from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import HFValidationError, HTTPError
 
-from supersede_lib.episode import Episode, Session, Turn
+from supersede_lib.agent.episode import Episode, Session, Turn
 
 __all__ = [
     "DEFAULT_REPO_ID",

@@ -2,7 +2,8 @@
 
 `runner` drives the rollout core over many questions concurrently and writes one row per question;
 `matcher` grades an answer against the current and superseded values (the reward), with
-`matcher_text` its tokeniser and `agreement` its check against human labels; `judge` is the
+`matcher_text` its tokeniser, `matcher_words` the word tables both read, and `agreement` its check
+against the human labels in `labels/`; `judge` is the
 LongMemEval yes/no LLM judge; `diagnostics` says why a bounded-memory answer failed; `stats` holds
 the paired tests and intervals.
 """

@@ -1,12 +1,12 @@
 """The matcher against human labels: grade a labelled answer set, and the matcher x human confusion matrix.
 
-The labelled set (`tests/fixtures/matcher_labels/labelled_answers.jsonl`, described in the README
+The labelled set (`supersede_lib/eval/labels/labelled_answers.jsonl`, described in the README
 beside it) holds real model answers, each with the episode's question and values and a careful
 reader's verdict. `grade_labelled_answers` scores every answer with `score_answer`; `agreement` gives
 the confusion matrix (rows: matcher verdict, columns: human label) and the share that agree, which
 the agreement test and the report both use. `judge_labelled_answers` asks an LLM judge (the
 LongMemEval protocol) about the same answers, so a judge model can be held to the same labels
-(`python -m supersede_lib.studies.validation` writes both under outputs/validation/).
+(`python -m supersede_lib validation` writes both under outputs/validation/).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any, get_args
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.judge import LongMemEvalJudge, agreement_from_pairs
 from supersede_lib.eval.matcher import Verdict, score_answer
-from supersede_lib.eval.run_files import REPO_ROOT
 from supersede_lib.eval.runner import run_sync
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
-LABELLED_ANSWERS = REPO_ROOT / "tests" / "fixtures" / "matcher_labels" / "labelled_answers.jsonl"
+LABELS_DIR = Path(__file__).parent / "labels"  # research data the library reads: shipped with the package
+LABELLED_ANSWERS = LABELS_DIR / "labelled_answers.jsonl"
 
 
 @dataclass(frozen=True)

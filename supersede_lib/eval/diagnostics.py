@@ -35,8 +35,8 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.agent.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 from supersede_lib.eval.memory_metrics import echoes_example
-from supersede_lib.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 
 FAILURE_CLASSES = (
     "correct",

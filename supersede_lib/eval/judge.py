@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.models.chat import ChatModel
 
 JUDGE_MAX_TOKENS = 10

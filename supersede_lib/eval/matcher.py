@@ -4,7 +4,8 @@ The paper grades answers without a judge model: `r_cur = 1[the answer conveys th
 `r_stale = -1[the answer asserts a superseded value]` (inert when no superseded values are known),
 and `reward = r_cur + lambda * r_stale`. Because the same matcher is the GRPO training signal it has
 to be hard to game, so every rule that withholds credit is spelled out next to the code below.
-Tokenisation and the canonical spelling of values live in `matcher_text`.
+Tokenisation and the canonical spelling of values live in `matcher_text`, the word tables both read
+in `matcher_words`.
 
 Layers, each usable alone:
 
@@ -34,13 +35,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.matcher_text import (
     LIST,
-    MONTHS,
     SENTENCE,
-    STOPWORDS,
-    WEEKDAYS,
     AnalysedText,
     analyse,
     content_stems,
@@ -48,6 +46,36 @@ from supersede_lib.eval.matcher_text import (
     normalize,
     occurrences,
     stem,
+)
+from supersede_lib.eval.matcher_words import (
+    ADVICE_WORDS,
+    AUXILIARIES,
+    CLAUSE_WORDS,
+    CONTRACTED_DENIALS,
+    DOUBTS,
+    FORWARD_AFTER,
+    FORWARD_BEFORE,
+    GUESS_MARKERS,
+    GUESS_WORDS,
+    HEDGE_WORDS,
+    LIST_SEPARATORS,
+    MARKER_NEXT_EXCEPTIONS,
+    MONTHS,
+    NEGATION_IDIOM_NEXT,
+    NEGATIONS,
+    NUMERIC_QUALIFIERS,
+    NUMERIC_QUALIFIERS_AFTER,
+    OFFER_OPENINGS,
+    PAST_AFTER,
+    PAST_AFTER_ACROSS_CLAUSES,
+    PAST_BEFORE,
+    PAST_SCAN_BOUNDARIES,
+    PREDICATE_DENIALS,
+    REFERENCE_WORDS,
+    SPEAKER_LABEL,
+    STOPWORDS,
+    UNKNOWN,
+    WEEKDAYS,
 )
 
 Verdict = Literal["correct", "stale", "ambiguous", "wrong"]
@@ -68,112 +96,6 @@ DOUBT_WINDOW = 6
 MAX_PROPER_NAME_TOKENS = 4
 """A capitalised rival item up to this long counts as a second candidate ("Denver and Salt Lake City")."""
 
-
-def _phrases(alternatives: str) -> tuple[tuple[str, ...], ...]:
-    """'no longer|not' -> (("no", "longer"), ("not",)): multi-word markers as token tuples."""
-    return tuple(tuple(phrase.split()) for phrase in alternatives.split("|"))
-
-
-_NEGATIONS = _phrases(
-    "not|never|isnt|wasnt|arent|werent|dont|doesnt|didnt|havent|hasnt|nor|neither|no longer|rather than|"
-    "instead of"
-)
-_NEGATION_IDIOM_NEXT = frozenset({"sure", "certain", "only", "just", "know", "remember", "recall"})
-_DOUBTS = _phrases("doubt|doubtful|unlikely|hardly|anything but|everything but|all but|except|other than")
-_PAST_BEFORE = _phrases(
-    "previously|formerly|originally|initially|earlier|after|from|old|former|previous|prior|used to|ex|"
-    "free of|left|quit|dropped|cancelled|canceled|got rid of|ditched|gave up|gave up on|sold|traded in|"
-    "stopped going to|moved away from|switched away from|moved on from|broke up with|split from|"
-    "split with|done at|done with|leaving|away from|before that|before this|before then|prior to that"
-)
-_PAST_AFTER = _phrases(
-    "previously|formerly|originally|initially|earlier|before|anymore|later|then|until|at 1st|no longer|"
-    "previous|former|old"
-)
-_PAST_AFTER_ACROSS_CLAUSES = frozenset({("then",), ("later",)})  # "Tom, then Sarah"; not "Denver (previously
-# Austin)" or "Denver, and before that Austin", where the marker labels what follows it
-_FORWARD_BEFORE = _phrases(
-    "now|currently|today|nowadays|these days|latest|newest|new|current|present|presently|before|"
-    "moved to|moving to|move to|switched to|switching to|switch to|changed to|changing to|relocated to|"
-    "relocating to|upgraded to|became|later|then|after that|since then"
-)
-_FORWARD_AFTER = _phrases("now|currently|today|nowadays|these days")
-_MARKER_NEXT_EXCEPTIONS = {
-    ("left",): frozenset({"for", "to", "over", "with", "at", "in", "on"}),  # "left for Denver" is arriving
-    ("dropped",): frozenset({"by", "off", "to", "in", "into"}),
-    ("sold",): frozenset({"on"}),
-    ("after",): frozenset({"that", "this", "then", "which"}),  # "after that, Denver": Denver is the later
-    ("before",): frozenset({"that", "this", "then", "which"}),  # "before that, Austin": Austin is earlier
-}
-_PAST_SCAN_BOUNDARIES = frozenset({"to", "into", "for", "favor", "favour"})  # "from Austin to Denver"
-_NUMERIC_QUALIFIERS = _phrases(
-    "over|above|under|below|nearly|almost|beyond|exceeding|more than|less than|fewer than|greater than|"
-    "higher than|lower than|at least|at most|by"
-)
-_NUMERIC_QUALIFIERS_AFTER = _phrases(
-    "or more|or less|or fewer|or higher|or lower|or above|or below|or over|or under|plus|and up|"
-    "and above|and over|at least|at most"
-)
-_AUXILIARIES = frozenset(
-    "is am are was were be been has have had do does did will would seems seem sounds looks".split()
-)
-_PREDICATE_DENIALS = frozenset(
-    "not never isnt wasnt arent werent doesnt didnt dont hasnt havent wont cant couldnt shouldnt "
-    "wrong incorrect false mistaken unlikely doubtful".split()
-)
-_CONTRACTED_DENIALS = frozenset("isnt wasnt arent werent doesnt didnt hasnt havent wont".split())
-_CLAUSE_WORDS = frozenset({"but", "however", "though", "although", "now", "currently", "actually", "today"})
-_LIST_SEPARATORS = frozenset({"or", "and", "nor", "versus", "vs"})
-_GUESS_WORDS = frozenset(
-    "maybe perhaps possibly probably could might also alternatively otherwise else either or".split()
-)
-_HEDGE_WORDS = _GUESS_WORDS | frozenset(
-    "likely and may be is was would say guess think i another option possibility".split()
-)
-_GUESS_MARKERS = re.compile(
-    r"\b(?:maybe|perhaps|probably|possibly|likely|my guess|i guess|best guess|might be|could be|"
-    r"i think it|i believe it|i would say|id say|if i had to)\b"
-)
-_REFERENCE_WORDS = frozenset(
-    "mentioned mention told said shared discussed talked recorded record records noted notes note "
-    "conversation conversations information info details history memory".split()
-)
-_OFFER_OPENINGS = _phrases(
-    "if you|let me know|feel free|please|could you|can you|would you|i can|i would be happy"
-)
-
-_SPEAKER_LABEL = re.compile(r"(?im)^[ \t]*(?:user|assistant|system|human|ai)[ \t]*:[ \t]*")
-"""A chat speaker label at a line start ("User:", "assistant:"): a small model echoing a transcript."""
-_ADVICE_WORDS = frozenset(
-    "consider considering recommend recommended recommendation suggest suggested suggestion try trying".split()
-)
-"""An item that gives advice ("you might want to consider a hybrid") offers no answer about the user."""
-
-_UNKNOWN = re.compile(
-    "|".join(
-        [
-            r"\b(?:dont|do not|didnt|did not|cant|cannot|can not|couldnt|could not|unable to|not able to|"
-            r"no way to|no way of) (?:know|knowing|tell|telling|say|determine|find|recall|remember|answer|"
-            r"confirm|be sure|be certain|see)\b",
-            r"\b(?:havent|have not|hasnt|has not|didnt|did not|never) (?:yet |actually |explicitly |"
-            r"specifically |ever )?(?:mentioned|mention|told|tell|said|say|shared|share|specified|specify|"
-            r"provided|provide|stated|state|discussed|discuss|given|noted|talked|brought up)\b",
-            r"\b(?:not|never|wasnt|isnt) (?:been |yet )?(?:mentioned|specified|provided|available|recorded|"
-            r"stated|known|given|included|listed|noted|shared|documented|clear)\b",
-            r"\bno (?:information|info|record|records|mention|details|data|indication|evidence|knowledge|"
-            r"notes)\b",
-            r"\b(?:dont|do not|doesnt|does not|didnt|did not) (?:have|contain|include|hold)(?: \w+){0,3} "
-            r"(?:information|info|details?|records?|data|knowledge|notes?)\b",
-            r"\bnotes? (?:dont|do not|doesnt|does not|didnt|did not) (?:have|contain|include|hold|mention|"
-            r"say|specify|show|record|list|cover)\b",
-            r"\b(?:unknown|unclear|not sure|uncertain|no idea|not enough|insufficient|cannot be determined|"
-            r"cant be determined)\b",
-            r"\bnot (?:in|part of) (?:my |your |our )?(?:notes|memory|records|conversation|conversations)\b",
-            r"\bnothing (?:about|on|regarding|in)\b",
-            r"\bbut not (?:where|what|which|when|who|whom|how|why|whether|if|your|any|its|their)\b",
-        ]
-    )
-)
 
 _SENTENCE_END = re.compile(r"[.!?\n]+")
 # Inside a sentence, a claim can sit beside the "not sure": "Elena eats buttermilk, but I'm not sure".
@@ -235,9 +157,9 @@ def _marker_before(
         for marker in markers:
             begin = position - len(marker) + 1
             if begin >= 0 and text.words[begin : position + 1] == marker:
-                if following not in _NEGATION_IDIOM_NEXT | _MARKER_NEXT_EXCEPTIONS.get(marker, frozenset()):
+                if following not in NEGATION_IDIOM_NEXT | MARKER_NEXT_EXCEPTIONS.get(marker, frozenset()):
                     return True
-        if text.words[position] in _CLAUSE_WORDS or text.words[position] in boundaries:
+        if text.words[position] in CLAUSE_WORDS or text.words[position] in boundaries:
             return False
     return False
 
@@ -253,9 +175,9 @@ def _marker_after(
     crossed_break = False
     for position in range(end, min(end + window, len(text.words))):
         word = text.words[position]
-        if text.breaks[position] == SENTENCE or word in _CLAUSE_WORDS:
+        if text.breaks[position] == SENTENCE or word in CLAUSE_WORDS:
             return False
-        crossed_break = crossed_break or bool(text.breaks[position]) or word in _LIST_SEPARATORS
+        crossed_break = crossed_break or bool(text.breaks[position]) or word in LIST_SEPARATORS
         for marker in markers:
             if text.words[position : position + len(marker)] == marker:
                 return not crossed_break or marker in across_clauses
@@ -268,29 +190,29 @@ def _denied_after(text: AnalysedText, end: int) -> bool:
     saw_auxiliary = False
     while position < len(text.words) and not text.breaks[position]:
         word = text.words[position]
-        if word in _AUXILIARIES and not saw_auxiliary:
+        if word in AUXILIARIES and not saw_auxiliary:
             saw_auxiliary = True
             position += 1
             continue
         following = text.words[position + 1] if position + 1 < len(text.words) else ""
-        if following in _NEGATION_IDIOM_NEXT:
+        if following in NEGATION_IDIOM_NEXT:
             return False
-        return word in _CONTRACTED_DENIALS or (saw_auxiliary and word in _PREDICATE_DENIALS)
+        return word in CONTRACTED_DENIALS or (saw_auxiliary and word in PREDICATE_DENIALS)
     return False
 
 
 def _is_denied(text: AnalysedText, start: int, end: int) -> bool:
     """Negated, doubted or denied ("not 25", "I doubt it's 25", "25 is wrong"); for numbers, qualified
     ("over 25", "25 or more") or a change ("raised by 25")."""
-    if _marker_before(text, start, _NEGATIONS, CONTEXT_WINDOW):
+    if _marker_before(text, start, NEGATIONS, CONTEXT_WINDOW):
         return True
-    if _marker_before(text, start, _DOUBTS, DOUBT_WINDOW) or _denied_after(text, end):
+    if _marker_before(text, start, DOUBTS, DOUBT_WINDOW) or _denied_after(text, end):
         return True
     if not is_number(text.words[start]):
         return False
-    return _marker_before(text, start, _NUMERIC_QUALIFIERS, 1) or any(
+    return _marker_before(text, start, NUMERIC_QUALIFIERS, 1) or any(
         text.words[end : end + len(marker)] == marker and not text.breaks[end]
-        for marker in _NUMERIC_QUALIFIERS_AFTER
+        for marker in NUMERIC_QUALIFIERS_AFTER
     )
 
 
@@ -298,10 +220,10 @@ def _is_context(text: AnalysedText, start: int, end: int, framing: Framing) -> b
     """Framed as another time than the one asked about (module doc): history, not the answer."""
     if framing == "past":
         return _marker_before(
-            text, start, _PAST_BEFORE, CONTEXT_WINDOW, _PAST_SCAN_BOUNDARIES
-        ) or _marker_after(text, end, _PAST_AFTER, CONTEXT_WINDOW, _PAST_AFTER_ACROSS_CLAUSES)
-    return _marker_before(text, start, _FORWARD_BEFORE, CONTEXT_WINDOW) or _marker_after(
-        text, end, _FORWARD_AFTER, CONTEXT_WINDOW, frozenset(_FORWARD_AFTER)
+            text, start, PAST_BEFORE, CONTEXT_WINDOW, PAST_SCAN_BOUNDARIES
+        ) or _marker_after(text, end, PAST_AFTER, CONTEXT_WINDOW, PAST_AFTER_ACROSS_CLAUSES)
+    return _marker_before(text, start, FORWARD_BEFORE, CONTEXT_WINDOW) or _marker_after(
+        text, end, FORWARD_AFTER, CONTEXT_WINDOW, frozenset(FORWARD_AFTER)
     )
 
 
@@ -422,7 +344,7 @@ def says_unknown(text: str) -> bool:
     Phrase patterns over the normalized text: "I don't know", "you haven't mentioned", "no
     information", "not in my notes", "can't tell", "my notes don't say", "not specified" ...
     """
-    return bool(text and text.strip()) and bool(_UNKNOWN.search(normalize(text)))
+    return bool(text and text.strip()) and bool(UNKNOWN.search(normalize(text)))
 
 
 # --------------------------------------------------------------------------- hedges
@@ -435,7 +357,7 @@ def _segments(text: AnalysedText) -> list[_Segment]:
     saw_or = saw_list_word = False
     gap = 0
     for position, word in enumerate(text.words):
-        if start is not None and (text.breaks[position] or word in _LIST_SEPARATORS):
+        if start is not None and (text.breaks[position] or word in LIST_SEPARATORS):
             segments.append(
                 _Segment(
                     start,
@@ -448,7 +370,7 @@ def _segments(text: AnalysedText) -> list[_Segment]:
             )
             start, saw_or, saw_list_word, gap = None, False, False, 0
         gap = max(gap, text.breaks[position])
-        if word in _LIST_SEPARATORS:
+        if word in LIST_SEPARATORS:
             saw_or = saw_or or word in {"or", "nor"}
             saw_list_word = True
         elif start is None:
@@ -614,7 +536,7 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             if _not_a_candidate(context, segment):
                 continue
             words = set(text.words[segment.start : segment.end])
-            allowed = frame | _HEDGE_WORDS | ({"it", "its"} if words & _GUESS_WORDS else set())
+            allowed = frame | HEDGE_WORDS | ({"it", "its"} if words & GUESS_WORDS else set())
             span = range(segment.start, segment.end)
             if direction < 0:  # a rival before the gold may carry the shared lead ("You live in 7 and 4")
                 span = range(
@@ -628,7 +550,7 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             if rival and or_between:
                 return True
             later_words = words if direction > 0 else frame  # the guess word sits between the two
-            if rival and (later_words & _GUESS_WORDS or (strong_between and not sentence_between)):
+            if rival and (later_words & GUESS_WORDS or (strong_between and not sentence_between)):
                 return True
             # "Denver! Enjoy." is not a second guess
             exclaims = text.exclaims[segment.start] or text.exclaims[segments[item[0]].start]
@@ -640,7 +562,7 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
 
 def _gives_advice(words: Sequence[str]) -> bool:
     """The item recommends something ("but you might want to consider a hybrid"): not a rival answer."""
-    return any(word in _ADVICE_WORDS for word in words)
+    return any(word in ADVICE_WORDS for word in words)
 
 
 def _is_rival_value(context: _HedgeContext, new: Sequence[int]) -> bool:
@@ -700,7 +622,7 @@ def _or_joined_number(context: _HedgeContext, item: tuple[int, int]) -> bool:
 def _holds_negation(words: Sequence[str]) -> bool:
     return any(
         tuple(words[index : index + len(marker)]) == marker
-        for marker in _NEGATIONS
+        for marker in NEGATIONS
         for index in range(len(words))
     )
 
@@ -726,7 +648,7 @@ def _abstains(answer: str, text: AnalysedText) -> bool:
     what was said ("you mentioned X but not Y"), be an offer ("If you tell me ..."), or carry no content word ("Sorry!"); and no guess may follow
     ("I don't know, maybe Paris" and "You live in Austin. I don't know." are not abstentions).
     """
-    if not says_unknown(answer) or _GUESS_MARKERS.search(" ".join(text.words)):
+    if not says_unknown(answer) or GUESS_MARKERS.search(" ".join(text.words)):
         return False
     for clause in (
         part for sentence in _SENTENCE_END.split(answer) for part in _CLAUSE_BREAK.split(sentence)
@@ -735,9 +657,9 @@ def _abstains(answer: str, text: AnalysedText) -> bool:
         if not content_stems(words) or says_unknown(clause):
             continue
         words = words[1:] if words and words[0] == "but" else words
-        if _REFERENCE_WORDS.intersection(words):
+        if REFERENCE_WORDS.intersection(words):
             continue
-        if any(words[: len(opening)] == opening for opening in _OFFER_OPENINGS):
+        if any(words[: len(opening)] == opening for opening in OFFER_OPENINGS):
             continue
         return False
     return True
@@ -797,33 +719,12 @@ def score_answer(
     if answer is None or not answer.strip():
         return Score("wrong", False, False, 0.0, "empty")
 
-    text = analyse(_SPEAKER_LABEL.sub("", answer))
+    text = analyse(SPEAKER_LABEL.sub("", answer))
     framing: Framing = "forward" if asks_previous_value else "past"
     # An abstention item's "gold" explains why there is no answer: there is nothing to match.
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
-    gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
-    stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
-    taken = frozenset(
-        position
-        for value in gold_values + stale_values
-        for start in occurrences(text.words, value)
-        for position in range(start, start + len(value))
-    )
-
-    stale_hits = [
-        hit
-        for value in stale_values
-        for hit in _value_hits(text, value, gold_stems, framing, taken)
-        if not _is_asked(text, hit)
-    ]
-    gold_hits = [
-        hit
-        for value in gold_values
-        for hit in _value_hits(text, value, stale_stems, framing, taken)
-        if not _is_asked(text, hit)
-        and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
-    ]
+    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
@@ -845,6 +746,39 @@ def score_answer(
     if reason == "hedged" and asserted_stale:
         verdict = "ambiguous"  # a list of candidates holding the current and a stale value commits to neither
     return Score(verdict, answered_current, asserted_stale, reward, reason)
+
+
+def _asserted_hits(
+    text: AnalysedText,
+    gold_values: list[tuple[str, ...]],
+    stale_values: list[tuple[str, ...]],
+    framing: Framing,
+) -> tuple[list[_Hit], list[_Hit]]:
+    """The gold and the stale mentions that count: not asked, and no gold mention wholly inside an
+    exact stale one. In the overlap fallback a value's tokens shared with its rivals do not count,
+    and tokens an exact mention of any value already took are not reused."""
+    gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
+    stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
+    taken = frozenset(
+        position
+        for value in gold_values + stale_values
+        for start in occurrences(text.words, value)
+        for position in range(start, start + len(value))
+    )
+    stale_hits = [
+        hit
+        for value in stale_values
+        for hit in _value_hits(text, value, gold_stems, framing, taken)
+        if not _is_asked(text, hit)
+    ]
+    gold_hits = [
+        hit
+        for value in gold_values
+        for hit in _value_hits(text, value, stale_stems, framing, taken)
+        if not _is_asked(text, hit)
+        and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
+    ]
+    return gold_hits, stale_hits
 
 
 def _hedge_context(

@@ -25,106 +25,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from supersede_lib.eval.matcher_words import (
+    ARTICLES,
+    CURRENCY_WORDS,
+    INTERROGATIVES,
+    LARGE_SCALES,
+    MONTH_NAMES,
+    ORDINALS,
+    SHORT_FORMS,
+    SHORT_FORMS_NEEDING_CAPITAL,
+    STOPWORDS,
+    TENS,
+    UNITS,
+)
+
 CLAUSE, LIST, SENTENCE = 1, 2, 3
 """Break levels between two tokens (0: none): comma-like, list-like (; / newline bullet), sentence end."""
 
-ARTICLES = frozenset({"a", "an", "the"})
-_CURRENCY_WORDS = frozenset({"dollar", "dollars", "usd", "buck", "bucks", "euro", "euros", "eur"})
-_UNITS = {
-    word: value
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen".split()
-    )
-}
-_TENS = {
-    word: 10 * (index + 2)
-    for index, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
-}
-_ORDINALS = {
-    word: value
-    for value, word in enumerate(
-        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
-        "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth".split()
-    )
-} | {
-    word: 10 * (index + 2)
-    for index, word in enumerate(
-        "twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth".split()
-    )
-}
-_LARGE_SCALES = {"thousand": 1000, "million": 10**6, "billion": 10**9}
 _MAX_NUMBER_DIGITS = 15  # longer digit runs are ids, not amounts: never scaled
-
-WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
-MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
-)
-_SHORT_FORMS = {
-    "mon": "monday",
-    "tue": "tuesday",
-    "tues": "tuesday",
-    "wed": "wednesday",
-    "thu": "thursday",
-    "thur": "thursday",
-    "thurs": "thursday",
-    "fri": "friday",
-    "sat": "saturday",
-    "sun": "sunday",
-    "jan": "january",
-    "feb": "february",
-    "mar": "march",
-    "apr": "april",
-    "jun": "june",
-    "jul": "july",
-    "aug": "august",
-    "sep": "september",
-    "sept": "september",
-    "oct": "october",
-    "nov": "november",
-    "dec": "december",
-    "chevy": "chevrolet",
-    "vw": "volkswagen",
-}
-_SHORT_FORMS_NEEDING_CAPITAL = frozenset({"mon", "wed", "sat", "sun", "jan", "mar"})  # also plain words
-
-STOPWORDS = frozenset(
-    """
-    i me my mine myself you your yours yourself we our ours us he him his she her hers it its they
-    them their theirs this that these those is am are was were be been being have has had having do
-    does did doing will would shall should can could may might must to of in on at for with by from
-    about as into onto over under up down out off than then so and or but if because while also just
-    very too still now currently current there here what which who whom whose when where why how all
-    any some such only own same other each both few more most im ive youve youre youd id theyre
-    thats whats theres lets maybe perhaps possibly probably likely either think guess believe seems
-    seem sorry please unfortunately well yes okay ok according based notes note answer
-    """.split()
-)
-
-_INTERROGATIVES = frozenset(
-    "did do does is are was were am have has had can could would will should shall may might must "
-    "what where which who whom whose when why how isnt arent wasnt werent dont doesnt didnt".split()
-)
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2032": "'"})
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
 _NUMERIC_DATE = re.compile(
     r"\b((?:19|20)[0-9]{2})[/-](0?[1-9]|1[0-2])[/-](0?[1-9]|[12][0-9]|3[01])\b"
     r"(\s*\([A-Za-z]{3}\))?(?:\s*[0-2]?[0-9]:[0-5][0-9]\b)?"  # a stamp's weekday and clock time
-)
-_MONTH_NAMES = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
 )
 _CURRENCY_SYMBOLS = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9\u20a9]")
 _POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
@@ -173,7 +97,7 @@ def analyse(text: str) -> AnalysedText:
         previous_end = match.end()
         raw = match.group()
         word = _canonical_token(raw.casefold(), capitalised=raw[:1].isupper())
-        if word in ARTICLES or word in _CURRENCY_WORDS:
+        if word in ARTICLES or word in CURRENCY_WORDS:
             continue  # dropped; a break before it still separates what follows
         words.append(word)
         breaks.append(pending_break)
@@ -202,7 +126,7 @@ def _mark_sentence(
         return
     for position in range(len(words) - 1, sentence_start - 1, -1):
         opens_clause = position == sentence_start or breaks[position] or len(words[position - 1]) == 1
-        if opens_clause and words[position] in _INTERROGATIVES:
+        if opens_clause and words[position] in INTERROGATIVES:
             questions[position:] = [True] * (len(words) - position)
             return
 
@@ -225,7 +149,7 @@ def _prepare(text: str) -> str:
     prepared = _THOUSANDS_SEPARATOR.sub("", prepared)
     # "2023/05/30" reads as "2023 May 30": a date in words, which the hedge rules know is not a value
     prepared = _NUMERIC_DATE.sub(
-        lambda m: f"{m[1]} {_MONTH_NAMES[int(m[2]) - 1]} {int(m[3])}{m[4] or ''}", prepared
+        lambda m: f"{m[1]} {MONTH_NAMES[int(m[2]) - 1]} {int(m[3])}{m[4] or ''}", prepared
     )
     prepared = _CURRENCY_SYMBOLS.sub(" ", prepared.replace("%", " percent "))
     return _POSSESSIVE.sub("", prepared).replace("'", "")
@@ -237,8 +161,8 @@ def _canonical_token(word: str, *, capitalised: bool) -> str:
         return _canonical_number(word)
     if word.endswith("k") and _PLAIN_NUMBER.fullmatch(word[:-1]) and len(word) <= _MAX_NUMBER_DIGITS:
         return _format_decimal(Decimal(word[:-1]) * 1000)
-    if word in _SHORT_FORMS and (capitalised or word not in _SHORT_FORMS_NEEDING_CAPITAL):
-        return _SHORT_FORMS[word]
+    if word in SHORT_FORMS and (capitalised or word not in SHORT_FORMS_NEEDING_CAPITAL):
+        return SHORT_FORMS[word]
     return word
 
 
@@ -305,7 +229,7 @@ def _read_number(words: list[str], breaks: list[int], start: int) -> tuple[int, 
         and len(first) <= _MAX_NUMBER_DIGITS
         and start + 1 < len(words)
         and not breaks[start + 1]
-        and (words[start + 1] in _LARGE_SCALES or words[start + 1] == "hundred")
+        and (words[start + 1] in LARGE_SCALES or words[start + 1] == "hundred")
     ):
         current = Decimal(first)
         index += 1
@@ -313,13 +237,13 @@ def _read_number(words: list[str], breaks: list[int], start: int) -> tuple[int, 
         word = words[index]
         if index > start and breaks[index]:
             break
-        if word in _UNITS or word in _TENS:
-            value = _UNITS.get(word, _TENS.get(word, 0))
+        if word in UNITS or word in TENS:
+            value = UNITS.get(word, TENS.get(word, 0))
             if not _small_part_accepts(current, value):
                 break
             current = Decimal(value) + (current or 0)
-        elif word in _ORDINALS:
-            value = _ORDINALS[word]
+        elif word in ORDINALS:
+            value = ORDINALS[word]
             if not _small_part_accepts(current, value):
                 break
             number = int(total + (current or 0) + value)
@@ -331,15 +255,15 @@ def _read_number(words: list[str], breaks: list[int], start: int) -> tuple[int, 
                 current *= 100
             else:
                 break
-        elif word in _LARGE_SCALES:
-            scale = _LARGE_SCALES[word]
+        elif word in LARGE_SCALES:
+            scale = LARGE_SCALES[word]
             if scale >= last_scale:
                 break
             total += (current if current is not None else Decimal(1)) * scale
             current, last_scale = None, scale
-        elif word == "and" and read_a_word and words[index - 1] in {"hundred", *_LARGE_SCALES}:
+        elif word == "and" and read_a_word and words[index - 1] in {"hundred", *LARGE_SCALES}:
             following = words[index + 1] if index + 1 < len(words) else ""
-            if following not in _UNITS and following not in _TENS and following not in _ORDINALS:
+            if following not in UNITS and following not in TENS and following not in ORDINALS:
                 break
             if following == "zero" or (index + 1 < len(words) and breaks[index + 1]):
                 break

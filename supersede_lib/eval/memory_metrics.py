@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 from supersede_lib.eval.matcher import conveys_value
-from supersede_lib.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 
 
 def _comparable(notes: str | None) -> str:

@@ -1,6 +1,6 @@
 """The evaluation runner every study notebook uses.
 
-`run_condition` drives the rollout core (`supersede_lib.rollout`) over many questions at once:
+`run_condition` drives the rollout core (`supersede_lib.agent.rollout`) over many questions at once:
 questions run concurrently (bounded by a `models.rate_limit.AdaptiveLimit`, which halves while
 the server answers 429 and grows back after), the sessions of one question strictly in order. Each question becomes one tidy row (matcher verdict, optional judge verdict,
 tokens, latency, calls), each rollout one trajectory record (the notes after every session and
@@ -30,20 +30,20 @@ from typing import Any, Literal, TypeVar
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
+from supersede_lib.agent.rollout import (
+    PAPER_NOTES_BUDGET_CHARS,
+    BoundedMemoryRollout,
+    Rollout,
+    make_rollout,
+)
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
 from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
 from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
 from supersede_lib.models.rate_limit import AdaptiveLimit
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
-from supersede_lib.rollout import (
-    PAPER_NOTES_BUDGET_CHARS,
-    BoundedMemoryRollout,
-    Rollout,
-    make_rollout,
-)
 
 T = TypeVar("T")
 
@@ -362,6 +362,26 @@ def _gold_text(episode: Episode) -> str:
     return episode.gold_text or " | ".join(episode.gold_answers)
 
 
+async def _judge_answer(
+    judge: Any, episode: Episode, outcome: RolloutOutcome, result: _QuestionResult
+) -> bool | None:
+    """The judge's verdict on a finished answer (None when the judge call failed: the question then
+    fails, with the judge's error, like a failed model call); its reply and tokens go on `result`."""
+    try:
+        verdict = await judge.ajudge_result(episode, outcome.answer)
+    except ModelCallError as error:
+        outcome.error = f"judge failed: {type(error).__name__}: {error}"
+        outcome.failed = True
+        result.trajectory.update(error=outcome.error, failed=True)
+        return None
+    result.trajectory["judge_reply"] = verdict.reply
+    result.judge_calls = 1
+    result.judge_prompt_tokens = verdict.prompt_tokens
+    result.judge_completion_tokens = verdict.completion_tokens
+    result.judge_cached = int(verdict.cached)
+    return verdict.correct
+
+
 async def _run_question(
     episode: Episode, condition: str, model: ChatModel, settings: RunSettings, judge: Any
 ) -> _QuestionResult:
@@ -390,19 +410,7 @@ async def _run_question(
     result = _QuestionResult(row={}, trajectory=trajectory)
     judge_correct = None
     if judge is not None and not outcome.failed:
-        try:
-            verdict = await judge.ajudge_result(episode, outcome.answer)
-        except ModelCallError as error:
-            outcome.error = f"judge failed: {type(error).__name__}: {error}"
-            outcome.failed = True
-            trajectory.update(error=outcome.error, failed=True)
-        else:
-            judge_correct = verdict.correct
-            trajectory["judge_reply"] = verdict.reply
-            result.judge_calls = 1
-            result.judge_prompt_tokens = verdict.prompt_tokens
-            result.judge_completion_tokens = verdict.completion_tokens
-            result.judge_cached = int(verdict.cached)
+        judge_correct = await _judge_answer(judge, episode, outcome, result)
     trajectory.update(
         verdict=score.verdict,
         answered_current=bool(score.answered_current),

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-Message = dict[str, str]
+from supersede_lib.agent.messages import Message  # defined in the agent core; re-exported here
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from supersede_lib.models import cpu_features
 from supersede_lib.models.batched import BatchedHFChatModel
 from supersede_lib.models.chat import ChatModel, ChatResult, Message
 from supersede_lib.models.gguf import (
@@ -30,9 +31,6 @@ from supersede_lib.models.gguf import (
 )
 
 ENGINES = ("auto", "llamacpp", "transformers")
-BF16_MATRIX_FLAGS = ("amx_bf16",)  # matrix tiles: batched bf16 transformers beats llama.cpp
-BF16_NATIVE_FLAGS = ("amx_bf16", "avx512_bf16")  # bf16 arithmetic in hardware: bf16 beats fp32 in torch
-CPUINFO_PATH = Path("/proc/cpuinfo")
 ENGINE_ENV = "SUPERSEDE_ENGINE"  # llamacpp | transformers: what "auto" means on this machine
 Engine = Literal["llamacpp", "transformers"]
 
@@ -55,27 +53,6 @@ class EngineChoice:
         )
 
 
-def cpu_flags(cpuinfo_text: str) -> frozenset[str]:
-    """The feature flags of the first CPU listed in `/proc/cpuinfo` text (x86 `flags`, ARM `Features`)."""
-    for line in cpuinfo_text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return frozenset(value.split())
-    return frozenset()
-
-
-def bf16_matrix_flags(cpuinfo_text: str) -> list[str]:
-    """The bf16 matrix-unit flags (`amx_bf16`) present in `cpuinfo_text`."""
-    flags = cpu_flags(cpuinfo_text)
-    return [flag for flag in BF16_MATRIX_FLAGS if flag in flags]
-
-
-def bf16_native_flags(cpuinfo_text: str) -> list[str]:
-    """The flags of native bf16 arithmetic (`amx_bf16`, `avx512_bf16`) present in `cpuinfo_text`."""
-    flags = cpu_flags(cpuinfo_text)
-    return [flag for flag in BF16_NATIVE_FLAGS if flag in flags]
-
-
 def choose_engine(
     requested: str = "auto",
     *,
@@ -90,7 +67,8 @@ def choose_engine(
     """
     if requested not in ENGINES:
         raise ValueError(f"unknown engine {requested!r}; choose one of {', '.join(ENGINES)}")
-    matrix, native = bf16_matrix_flags(cpuinfo_text), bf16_native_flags(cpuinfo_text)
+    matrix = cpu_features.bf16_matrix_flags(cpuinfo_text)
+    native = cpu_features.bf16_native_flags(cpuinfo_text)
     if cuda_available:
         fast_bf16, where = True, "a CUDA GPU is available"
     elif matrix:
@@ -101,7 +79,10 @@ def choose_engine(
             f"the CPU has bf16 vector instructions ({', '.join(native)}) but no bf16 matrix units (amx_bf16)",
         )
     else:
-        fast_bf16, where = False, f"the CPU has no native bf16 (no {' or '.join(BF16_NATIVE_FLAGS)})"
+        fast_bf16, where = (
+            False,
+            f"the CPU has no native bf16 (no {' or '.join(cpu_features.BF16_NATIVE_FLAGS)})",
+        )
     device = "cuda" if cuda_available else "cpu"
     transformers_dtype = "bfloat16" if cuda_available or native else "float32"
     if requested == "llamacpp":
@@ -119,14 +100,6 @@ def choose_engine(
     )
 
 
-def read_cpuinfo(path: Path = CPUINFO_PATH) -> str:
-    """`/proc/cpuinfo` text, or "" where there is none (macOS, Windows)."""
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def cuda_is_available() -> bool:
     """True when torch is installed and sees a CUDA GPU."""
     try:
@@ -141,7 +114,10 @@ def detect_engine(requested: str = "auto", threads: int | None = None) -> Engine
     if requested == "auto":
         requested = os.environ.get(ENGINE_ENV, "").strip() or "auto"
     return choose_engine(
-        requested, cpuinfo_text=read_cpuinfo(), cuda_available=cuda_is_available(), threads=threads
+        requested,
+        cpuinfo_text=cpu_features.read_cpuinfo(),
+        cuda_available=cuda_is_available(),
+        threads=threads,
     )
 
 

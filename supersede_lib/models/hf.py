@@ -22,6 +22,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.models import cpu_features
 from supersede_lib.models.chat import ChatResult, Message
 
 GGUF_CACHE_ENV = "SUPERSEDE_HF_CACHE"
@@ -119,9 +120,7 @@ def fast_dtype(device: str) -> Any:
 
     if device.startswith("cuda"):
         return torch.bfloat16
-    from supersede_lib.models.engine import bf16_native_flags, read_cpuinfo  # engine imports this module
-
-    return torch.bfloat16 if bf16_native_flags(read_cpuinfo()) else torch.float32
+    return torch.bfloat16 if cpu_features.bf16_native_flags(cpu_features.read_cpuinfo()) else torch.float32
 
 
 def dtype_label(dtype: Any) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from supersede_lib import prompts
+from supersede_lib.agent import prompts
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 
 Trajectory = Mapping[str, Any]
 

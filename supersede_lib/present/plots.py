@@ -259,6 +259,28 @@ def training_curves_figure(
     return figure
 
 
+def _draw_seed_means(ax: Any, by_step: pd.DataFrame, colors: dict[tuple[str, str], Any]) -> None:
+    """Each arm trained on several seeds: its mean accuracy by step as a line, with its band."""
+    for (curriculum, reward_type), group in by_step.groupby(["curriculum", "reward_type"], sort=False):
+        if group["seeds"].max() < 2:
+            continue
+        group = group.sort_values("step")
+        ax.plot(
+            group["step"],
+            group["mean_accuracy"],
+            color=colors.get((curriculum, reward_type), "black"),
+            lw=2.5,
+            label=f"{curriculum}, {reward_type} reward, mean of {int(group['seeds'].max())} seeds",
+        )
+        ax.fill_between(
+            group["step"],
+            group["ci_low"],
+            group["ci_high"],
+            color=colors.get((curriculum, reward_type), "black"),
+            alpha=0.15,
+        )
+
+
 def transfer_figure(
     checkpoints: pd.DataFrame,
     by_step: pd.DataFrame,
@@ -305,24 +327,7 @@ def transfer_figure(
             alpha=0.6,
             label=f"{curriculum}, {reward_type} reward, seed {int(seed)} (Wilson 95%)",
         )
-    for (curriculum, reward_type), group in by_step.groupby(["curriculum", "reward_type"], sort=False):
-        if group["seeds"].max() < 2:
-            continue
-        group = group.sort_values("step")
-        ax.plot(
-            group["step"],
-            group["mean_accuracy"],
-            color=colors.get((curriculum, reward_type), "black"),
-            lw=2.5,
-            label=f"{curriculum}, {reward_type} reward, mean of {int(group['seeds'].max())} seeds",
-        )
-        ax.fill_between(
-            group["step"],
-            group["ci_low"],
-            group["ci_high"],
-            color=colors.get((curriculum, reward_type), "black"),
-            alpha=0.15,
-        )
+    _draw_seed_means(ax, by_step, colors)
     ax.axhline(base["accuracy"], color="0.5", ls=":", lw=1, label="base (untrained)")
     ax.set_xlabel("GRPO step (0 = base)")
     ax.set_ylabel("held-out accuracy")

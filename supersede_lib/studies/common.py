@@ -1,266 +1,110 @@
-"""What every study shares: labels, headline numbers, the files a study writes, and the paired comparison.
+"""What every study shares, by one name: labels, the files a study writes, grading and the paired comparison.
 
-A study writes outputs/<profile>/<notebook>/: the runs' CSV/JSONL/manifests, tidy result CSVs,
-Markdown tables that set our numbers beside the paper's in separate columns, PNG figures, and a
-`summary.json` whose every headline number carries its model, data label, profile and n.
-`compare_conditions` (full context vs bounded memory on the same questions, paired McNemar,
-failure classes) serves notebooks 02 and 03.
+The pieces live in `labels` (notebook names, column labels, headline numbers), `outputs` (Markdown
+and CSV tables, `summary.json`) and `comparison` (accuracy rows, McNemar, full context vs bounded
+memory, failure classes); this module re-exports them so every `studies.common.X` keeps working,
+and holds what runs a study's models: its progress bar, its judge, releasing a model.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
-import json
-import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass
-from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from pydantic import BaseModel
-
-from supersede_lib.episode import Episode
-from supersede_lib.eval.diagnostics import FAILURE_CLASSES, failure_breakdown, failure_counts
 from supersede_lib.eval.judge import LongMemEvalJudge
-from supersede_lib.eval.memory_metrics import aggregate_memory_metrics
-from supersede_lib.eval.progress import StudyProgress, progress_bar
-from supersede_lib.eval.provenance import git_state
-from supersede_lib.eval.run_files import default_run_name, portable_paths
-from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
-from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
-from supersede_lib.rollout import CONDITIONS
+from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.studies import profiles
+from supersede_lib.studies.comparison import (
+    MEMORY_NOTE,
+    ConditionComparison,
+    accuracy_row,
+    combine_failures,
+    compare_conditions,
+    comparison_numbers,
+    correct_column,
+    failure_counts_table,
+    failure_note,
+    grader_name,
+    mcnemar_dict,
+    memory_numbers,
+    memory_row,
+    pair_conditions,
+    shares_as_percent,
+    write_failures,
+)
+from supersede_lib.studies.labels import (
+    MATCHER,
+    NOTEBOOK_DATA,
+    NOTEBOOK_ENVIRONMENT,
+    NOTEBOOK_FRONTIER,
+    NOTEBOOK_ISOLATION,
+    NOTEBOOK_SCALE,
+    NOTEBOOK_TRAINING,
+    NOTEBOOK_TRANSFER,
+    format_pvalue,
+    headline_number,
+    ours_label,
+    paper_label,
+    percent,
+    profile_banner,
+    slug,
+)
+from supersede_lib.studies.outputs import (
+    STUDY_SUMMARY_FILE,
+    ResultOfRuns,
+    StudyResult,
+    markdown_table,
+    record_summary,
+    study_warnings,
+    write_summary,
+    write_table,
+)
 from supersede_lib.studies.profiles import Profile
 
-NOTEBOOK_DATA = "01_data"
-NOTEBOOK_ISOLATION = "02_isolation"
-NOTEBOOK_FRONTIER = "03_frontier"
-NOTEBOOK_SCALE = "04_scale"
-NOTEBOOK_ENVIRONMENT = "05_environment_validation"
-NOTEBOOK_TRAINING = "06_grpo_training"
-NOTEBOOK_TRANSFER = "07_transfer_eval"
-
-MATCHER = "programmatic matcher"
-STUDY_SUMMARY_FILE = "summary.json"
-
-
-# --------------------------------------------------------------------------------------------
-# Labels and numbers
-# --------------------------------------------------------------------------------------------
-
-
-def profile_banner(profile: str | Profile) -> str:
-    """A Markdown paragraph naming the profile, its data, models and where results go."""
-    profile = profiles.as_profile(profile)
-    judge = profile.judge
-    return (
-        f"**Profile `{profile.name}`** — {profile.description}  \n"
-        f"Data: {profile.data_label or '?'} · model: `{profile.model.get('name', '?')}` · "
-        f"grader: {'LLM judge `' + judge.get('name', '?') + '`' if judge else MATCHER} · "
-        f"results: `{profiles.OUTPUT_ROOT / profile.name}`  \n"
-        "Numbers labelled *paper* are quoted from the Supersede paper; numbers labelled *ours* are measured "
-        "here with the model, data, profile and n named beside them. They are never mixed."
-    )
-
-
-def ours_label(model: str, data: str, profile_name: str, n: int) -> str:
-    """Column header for our numbers: `ours (<model>, <data>, <profile>, n=<n>)`."""
-    return f"ours ({model}, {data}, {profile_name}, n={n})"
-
-
-def paper_label(model: str, n: int | None, data: str = "LongMemEval") -> str:
-    """Column header for the paper's numbers: `paper (<model>, LongMemEval, n=<n>)`."""
-    return f"paper ({model}, {data}" + (f", n={n})" if n is not None else ")")
-
-
-def percent(value: float | None) -> str:
-    """0.625 -> '62.5%'; a missing value -> '—'."""
-    return "—" if value is None or pd.isna(value) else f"{100 * value:.1f}%"
-
-
-def format_pvalue(value: float | None) -> str:
-    """A p value to four places; a missing one -> '—'."""
-    return "—" if value is None or pd.isna(value) else f"{value:.4f}"
-
-
-def slug(text: str) -> str:
-    """A file-name-safe form of a label."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
-
-
-def headline_number(
-    name: str, value: Any, *, model: str, data: str, profile: str, n: int, grader: str | None = None
-) -> dict:
-    """One headline number and everything needed to read it."""
-    if hasattr(value, "item"):
-        value = value.item()
-    return {
-        "name": name,
-        "value": value,
-        "model": model,
-        "data": data,
-        "profile": profile,
-        "n": int(n),
-        "grader": grader,
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Files
-# --------------------------------------------------------------------------------------------
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table of `frame` as displayed (cells via str, '|' escaped)."""
-
-    def cell(value: Any) -> str:
-        if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
-            return "—"
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    columns = [str(column) for column in frame.columns]
-    lines = ["| " + " | ".join(cell(column) for column in columns) + " |"]
-    lines.append("| " + " | ".join("---" for _ in columns) + " |")
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(cell(value) for value in row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_unset=True)
-    if is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(asdict(value))
-    if isinstance(value, dict):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(item) for item in value]
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        return value.item()
-    return value
-
-
-def write_summary(
-    directory: Path,
-    profile: Profile,
-    notebook: str,
-    *,
-    model: str | list[str],
-    data: str,
-    numbers: list[dict],
-    tables: list[str],
-    figures: list[str],
-    config: dict[str, Any],
-    extra: dict[str, Any] | None = None,
-) -> dict:
-    """Write `summary.json` (headline numbers + what produced them) and return it."""
-    summary = {
-        "notebook": notebook,
-        "profile": profile.name,
-        "model": model,
-        "data_label": data,
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git": git_state(),
-        "config": config,
-        "numbers": numbers,
-        "tables": tables,
-        "figures": figures,
-        **(extra or {}),
-    }
-    (directory / STUDY_SUMMARY_FILE).write_text(
-        json.dumps(portable_paths(_jsonable(summary)), indent=2) + "\n", encoding="utf-8"
-    )
-    return summary
-
-
-def record_summary(
-    result: Any,
-    directory: Path,
-    notebook: str,
-    numbers: list[dict],
-    tables: list[str],
-    config: dict[str, Any],
-    extra: dict[str, Any] | None = None,
-) -> Any:
-    """Write a study result's summary.json (its model, data label, figures); fill in `output_dir`, `summary`.
-
-    The warnings of every run in the study's folder (failed questions, cut or empty replies, per model)
-    are printed and kept in the summary, so no study hides a silent failure.
-    """
-    result.output_dir = directory
-    warnings = study_warnings(directory)
-    for warning in warnings:
-        print(f"WARNING ({notebook}): {warning}")
-    extra = {**(extra or {}), "warnings": warnings}
-    result.summary = write_summary(
-        directory,
-        result.profile,
-        notebook,
-        model=result.model,
-        data=result.data_label,
-        numbers=numbers,
-        tables=tables,
-        figures=[path.name for path in result.figures.values()],
-        config=config,
-        extra=extra,
-    )
-    return result
-
-
-def study_warnings(directory: Path) -> list[str]:
-    """The `warnings` of every run manifest in a study's folder, each once, in file order."""
-    warnings: list[str] = []
-    for manifest in sorted(directory.glob("*.manifest.json")):
-        for warning in json.loads(manifest.read_text(encoding="utf-8")).get("warnings") or []:
-            if warning not in warnings:
-                warnings.append(warning)
-    return warnings
-
-
-def write_table(
-    directory: Path, name: str, frame: pd.DataFrame, note: str = "", shown: pd.DataFrame | None = None
-) -> str:
-    """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name.
-
-    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages).
-    """
-    text = markdown_table(frame if shown is None else shown) + (f"\n{note}\n" if note else "")
-    (directory / f"{name}.md").write_text(text, encoding="utf-8")
-    frame.to_csv(directory / f"{name}.csv", index=False)
-    return f"{name}.md"
-
-
-@dataclass(kw_only=True)
-class StudyResult:
-    """What every notebook's result carries once its write step ran: figures, folder, summary."""
-
-    figures: dict[str, Path] = field(default_factory=dict)
-    output_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(kw_only=True)
-class ResultOfRuns(StudyResult):
-    """A study result computed from one run step's output (`raw`), which names the profile and model."""
-
-    raw: Any
-
-    @property
-    def profile(self) -> Profile:
-        return self.raw.profile
-
-    @property
-    def model(self) -> str:
-        return self.raw.model
-
-
-# --------------------------------------------------------------------------------------------
-# Grading and statistics
-# --------------------------------------------------------------------------------------------
+__all__ = [
+    "ConditionComparison",
+    "MATCHER",
+    "MEMORY_NOTE",
+    "NOTEBOOK_DATA",
+    "NOTEBOOK_ENVIRONMENT",
+    "NOTEBOOK_FRONTIER",
+    "NOTEBOOK_ISOLATION",
+    "NOTEBOOK_SCALE",
+    "NOTEBOOK_TRAINING",
+    "NOTEBOOK_TRANSFER",
+    "ResultOfRuns",
+    "STUDY_SUMMARY_FILE",
+    "StudyResult",
+    "accuracy_row",
+    "combine_failures",
+    "compare_conditions",
+    "comparison_numbers",
+    "correct_column",
+    "failure_counts_table",
+    "failure_note",
+    "format_pvalue",
+    "grader_name",
+    "headline_number",
+    "markdown_table",
+    "mcnemar_dict",
+    "memory_numbers",
+    "memory_row",
+    "ours_label",
+    "pair_conditions",
+    "paper_label",
+    "percent",
+    "profile_banner",
+    "record_summary",
+    "shares_as_percent",
+    "slug",
+    "study_warnings",
+    "write_failures",
+    "write_summary",
+    "write_table",
+    "judge_for",
+    "release_model",
+    "study_progress",
+]
 
 
 def study_progress(profile: Profile, notebook: str, total_questions: int, enabled: bool) -> StudyProgress:
@@ -275,206 +119,6 @@ def judge_for(profile: Profile) -> LongMemEvalJudge | None:
     return LongMemEvalJudge(profiles.model_for(profile.judge, profile))
 
 
-def grader_name(judge: Any) -> str:
-    return f"LLM judge ({judge.name}, LongMemEval protocol)" if judge is not None else MATCHER
-
-
-def correct_column(frame: pd.DataFrame, use_judge: bool) -> pd.Series:
-    """Per-question correctness: the judge's verdict when judged, else the matcher's `verdict == 'correct'`."""
-    if use_judge:
-        if frame["judge_correct"].isna().any():
-            missing = frame.loc[frame["judge_correct"].isna(), "episode_id"].tolist()
-            raise ValueError(f"rows without a judge verdict (field 'judge_correct'): {missing[:5]}")
-        return frame["judge_correct"].astype(bool)
-    return frame["verdict"] == "correct"
-
-
-def accuracy_row(model: str, condition: str, correct: Sequence[bool], grader: str) -> dict[str, Any]:
-    """Accuracy with a 95% Wilson interval, as one tidy row."""
-    n = len(correct)
-    successes = int(sum(bool(value) for value in correct))
-    low, high = wilson_interval(successes, n)
-    return {
-        "model": model,
-        "condition": condition,
-        "n": n,
-        "correct": successes,
-        "accuracy": successes / n if n else float("nan"),
-        "ci_low": low,
-        "ci_high": high,
-        "grader": grader,
-    }
-
-
-def mcnemar_dict(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict[str, Any]:
-    """Paired McNemar test as a dict: b = A right & B wrong, c = B right & A wrong."""
-    result = paired_mcnemar(list(map(bool, correct_a)), list(map(bool, correct_b)))
-    return {
-        "b": int(result.b),
-        "c": int(result.c),
-        "n": int(result.n),
-        "p_exact": float(result.p_exact),
-        "p_chi2_corrected": float(result.p_chi2_corrected),
-        "statistic": None if result.statistic is None else float(result.statistic),
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Full context vs bounded memory for one model (02 and 03)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ConditionComparison:
-    """Full context vs bounded memory for one model on the same questions."""
-
-    model: str
-    n: int
-    grader: str
-    accuracy: pd.DataFrame  # one row per condition (accuracy_row)
-    mcnemar: dict[str, Any]  # full context = A, bounded memory = B
-    per_question: pd.DataFrame  # episode_id, question, gold, answers and correctness per condition
-    failures: pd.DataFrame  # diagnostics.failure_breakdown of the bounded-memory trajectories
-    run_names: dict[str, str]
-    notes_budget_chars: int
-    memory: pd.DataFrame  # one row: memory metrics of the bounded-memory trajectories (memory_row)
-
-    def accuracy_of(self, condition: str) -> float:
-        return float(self.accuracy.set_index("condition").loc[condition, "accuracy"])
-
-
-def pair_conditions(
-    runs: dict[str, RunResult], *, model_name: str, use_judge: bool, grader: str, notes_budget_chars: int
-) -> ConditionComparison:
-    """Pair the two runs by question, test them (McNemar) and classify the bounded-memory failures."""
-    paired = None
-    for condition, run in runs.items():
-        frame = run.frame
-        part = frame[["episode_id", "question", "gold", "answer", "verdict"]].rename(
-            columns={"answer": f"answer_{condition}", "verdict": f"verdict_{condition}"}
-        )
-        part[f"correct_{condition}"] = correct_column(frame, use_judge).to_numpy()
-        if condition == "bounded_memory":
-            part["final_notes"] = frame["final_notes"].to_numpy()
-        paired = (
-            part if paired is None else paired.merge(part.drop(columns=["question", "gold"]), on="episode_id")
-        )
-    assert paired is not None
-    accuracy = pd.DataFrame(
-        [
-            accuracy_row(model_name, condition, paired[f"correct_{condition}"], grader)
-            for condition in CONDITIONS
-        ]
-    )
-    return ConditionComparison(
-        model=model_name,
-        n=len(paired),
-        grader=grader,
-        accuracy=accuracy,
-        mcnemar=mcnemar_dict(paired["correct_full_context"], paired["correct_bounded_memory"]),
-        per_question=paired,
-        failures=failure_breakdown(runs["bounded_memory"].trajectories, use_judge=use_judge),
-        run_names={condition: run.run_name for condition, run in runs.items()},
-        notes_budget_chars=notes_budget_chars,
-        memory=pd.DataFrame([memory_row(model_name, "bounded_memory", runs["bounded_memory"].trajectories)]),
-    )
-
-
-MEMORY_NOTE = (
-    "Memory metrics of the bounded-memory trajectories (supersede_lib.eval.memory_metrics): changed_share = "
-    "rewrites that changed the notes; empty_share = notes states empty or a placeholder; truncation_share = "
-    "rewrites the cap cut; echo_share = trajectories whose notes copied a prompt's worked example; "
-    "holds_current_share / holds_stale_share = trajectories whose final notes held the current / a stale value."
-)
-
-
-def shares_as_percent(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy whose `*_share` columns read "83%" (missing values stay blank): for Markdown tables."""
-    shown = frame.copy()
-    for column in [name for name in shown.columns if str(name).endswith("_share")]:
-        shown[column] = [f"{value:.0%}" if pd.notna(value) else "" for value in shown[column]]
-    return shown
-
-
-def memory_row(model: str, condition: str, trajectories: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One tidy row of pooled memory metrics for a run's bounded-memory trajectories."""
-    measured = [trajectory["memory"] for trajectory in trajectories if trajectory.get("memory")]
-    return {"model": model, "condition": condition, **aggregate_memory_metrics(measured)}
-
-
-def memory_numbers(memory: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """Headline numbers of a memory-metrics table (one per row and share)."""
-    shares = (
-        "changed_share",
-        "empty_share",
-        "truncation_share",
-        "echo_share",
-        "holds_current_share",
-        "holds_stale_share",
-    )
-    return [
-        headline_number(
-            f"memory {share}", row[share], **{**meta, "model": row["model"], "n": int(row["n_trajectories"])}
-        )
-        for row in memory.to_dict("records")
-        for share in shares
-        if row[share] is not None and row[share] == row[share]
-    ]
-
-
-def compare_conditions(
-    episodes: Sequence[Episode],
-    model: Any,
-    settings: RunSettings,
-    *,
-    directory: Path,
-    judge: Any = None,
-    progress: bool | StudyProgress = True,
-) -> ConditionComparison:
-    """Run both conditions (files under `directory`), pair them by question, test and classify.
-
-    `progress`: the study's bar to count both runs on, or a bool for a bar of this comparison's own.
-    """
-    total = len(episodes) * len(CONDITIONS)
-    with progress_bar(progress, total=total, description=f"compare conditions | {model.name}") as bar:
-        runs = {
-            condition: run_condition(
-                episodes,
-                condition,
-                model,
-                settings,
-                judge=judge,
-                output_dir=directory,
-                run_name=default_run_name(condition, model.name, settings.notes_budget_chars, None),
-                progress=bar,
-            )
-            for condition in CONDITIONS
-        }
-    return pair_conditions(
-        runs,
-        model_name=model.name,
-        use_judge=judge is not None,
-        grader=grader_name(judge),
-        notes_budget_chars=settings.notes_budget_chars,
-    )
-
-
-def comparison_numbers(comparison: ConditionComparison, data: str, profile_name: str) -> list[dict]:
-    """The headline numbers of one comparison (both accuracies, McNemar b, c and p values)."""
-    meta = {"model": comparison.model, "data": data, "profile": profile_name, "n": comparison.n}
-    numbers = [
-        headline_number(
-            f"accuracy {condition}", comparison.accuracy_of(condition), grader=comparison.grader, **meta
-        )
-        for condition in CONDITIONS
-    ]
-    for key in ("b", "c", "p_exact", "p_chi2_corrected"):
-        numbers.append(
-            headline_number(f"mcnemar {key}", comparison.mcnemar[key], grader=comparison.grader, **meta)
-        )
-    return numbers
-
-
 def release_model(model: Any) -> None:
     """Free an in-process model (a GGUF or transformers model holds GBs) once a study is done with it.
 
@@ -485,43 +129,3 @@ def release_model(model: Any) -> None:
     if callable(close):
         close()
         gc.collect()
-
-
-# --------------------------------------------------------------------------------------------
-# Failure classes of bounded-memory trajectories (02, 03, 04)
-# --------------------------------------------------------------------------------------------
-
-
-def combine_failures(breakdowns: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Several failure breakdowns as one frame, keeping the count of unclassified trajectories."""
-    failures = pd.concat(breakdowns, ignore_index=True)
-    failures.attrs["skipped"] = sum(breakdown.attrs.get("skipped", 0) for breakdown in breakdowns)
-    return failures
-
-
-def failure_counts_table(failures: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
-    """Failure classes counted per group (an empty table with the right columns when nothing failed)."""
-    if failures.empty:
-        return pd.DataFrame(columns=[*by, *FAILURE_CLASSES, "total", "notes_echo_prompt_example"])
-    return failure_counts(failures, by=by)
-
-
-def failure_note(failures: pd.DataFrame) -> str:
-    """The note under a failure-counts table: what the classes mean, and what could not be classified."""
-    skipped = failures.attrs.get("skipped", 0)
-    note = (
-        "Rule-based classes from the bounded-memory trajectories (supersede_lib.eval.diagnostics): notes never "
-        "written (every notes state empty or a placeholder), never entered (notes written, the fact omitted), "
-        "squeezed out, kept stale, held but missed (the notes held it, the answer did not). "
-        "notes_echo_prompt_example: trajectories whose notes copied a notes prompt's worked example into the "
-        "user's memory."
-    )
-    if skipped:
-        note += f" {skipped} trajectories could not be classified (abstention items have no value to hold)."
-    return note
-
-
-def write_failures(directory: Path, failures: pd.DataFrame, counts: pd.DataFrame) -> str:
-    """`failure_breakdown.csv` and the `failure_counts` table; returns the table's .md name."""
-    failures.to_csv(directory / "failure_breakdown.csv", index=False)
-    return write_table(directory, "failure_counts", counts, failure_note(failures))

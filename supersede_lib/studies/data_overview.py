@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.agent.episode import Episode
 from supersede_lib.data import longmemeval, synthetic
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
-from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.studies import profiles
 from supersede_lib.studies.common import (

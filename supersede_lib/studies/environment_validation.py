@@ -18,9 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib import prompts
+from supersede_lib.agent import prompts
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import load_episodes
-from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import (
     DEFAULT_CONCURRENCY,
@@ -31,7 +32,6 @@ from supersede_lib.eval.runner import (
     run_sync,
 )
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     MATCHER,

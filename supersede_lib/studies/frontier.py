@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings
-from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
     MEMORY_NOTE,

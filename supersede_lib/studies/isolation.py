@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings
-from supersede_lib.rollout import CONDITIONS
 from supersede_lib.studies import common, paper_results, profiles
 from supersede_lib.studies.profiles import IsolationBlock, Profile
 

@@ -27,6 +27,8 @@ from pydantic import (
     model_validator,
 )
 
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
+from supersede_lib.agent.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import EpisodeSpec
 from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
@@ -35,8 +37,6 @@ from supersede_lib.models.chat import ChatModel
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import make_chat_model
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
-from supersede_lib.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.train.config import CURRICULUM_MODES, DEFAULT_REWARD, PRESETS, REWARDS, TrainingConfig
 
 CONFIG_DIR = REPO_ROOT / "configs"

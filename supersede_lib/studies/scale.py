@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.agent.episode import Episode
 from supersede_lib.data.episodes import load_episodes
-from supersede_lib.episode import Episode
 from supersede_lib.eval.diagnostics import failure_breakdown
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition

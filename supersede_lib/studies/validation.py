@@ -1,7 +1,7 @@
 """The instrument checked against people: the matcher and embedded LLM judges on the human-labelled
-answers (`tests/fixtures/matcher_labels/`), written to outputs/validation/.
+answers (`supersede_lib/eval/labels/`), written to outputs/validation/.
 
-    python -m supersede_lib.studies.validation --judge-model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+    python -m supersede_lib validation --judge-model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")
@@ -87,7 +87,7 @@ class TrainingConfig:
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how the policy is asked (prompts.PROMPT_VARIANTS)
     stale_penalty_weight: float = 1.0
     reward: str = DEFAULT_REWARD  # "sparse" (the paper: the answer alone) | "memory" (+ current notes)
-    memory_credit: float = 0.5  # the "memory" reward's credit (grpo.memory_credit_scorer)
+    memory_credit: float = 0.5  # the "memory" reward's credit (rewards.memory_credit_scorer)
     # Curriculum (beyond the paper): climb the difficulty ladder when groups saturate
     curriculum: str = "fixed"
     success_reward: float = 1.0  # a rollout "succeeds" when its reward reaches this
@@ -254,6 +254,25 @@ _PRESETS: dict[str, dict[str, Any]] = {
         requires_cuda=True,
     ),
 }
+
+
+def tiny_smoke_config(
+    model_path: str | os.PathLike, output_dir: str | os.PathLike, **changes: Any
+) -> TrainingConfig:
+    """The smoke preset cut down for the tiny random model (`models.tiny`): two steps on two-session
+    episodes without trailing distractors, enough to run every part of the training path in seconds.
+
+    The training tests and `gpu_check` start from this one configuration and name what they change
+    (`changes`), so their runs differ only where they say so.
+    """
+    settings: dict[str, Any] = dict(
+        model_name_or_path=str(model_path),
+        output_dir=str(output_dir),
+        max_steps=2,
+        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
+    )
+    settings.update(changes)
+    return TrainingConfig.preset("smoke", **settings)
 
 
 def cuda_device_name() -> str | None:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from supersede_lib.agent.episode import Episode
 from supersede_lib.data import synthetic
-from supersede_lib.episode import Episode
 from supersede_lib.train.config import TRAINING_SEED_BASE
 
 

@@ -1,6 +1,6 @@
 """Check the GPU training path on the machine at hand, in about two minutes, before a long run.
 
-    python -m supersede_lib.train.gpu_check --out outputs/gpu_check
+    python -m supersede_lib gpu-check --out outputs/gpu_check   # make gpu-check: the same
 
 Each check trains the tiny random Qwen2 (`models.tiny`, built offline) for two GRPO steps through
 `train.run.train`, the entry point notebook 06 uses, and then reads what the run wrote:
@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.models.tiny import build_tiny_model
-from supersede_lib.rollout import BoundedMemoryRollout
-from supersede_lib.train.config import TrainingConfig
+from supersede_lib.train.config import TrainingConfig, tiny_smoke_config
 
 CHECKS = ("unsloth", "unsloth_fp16", "transformers", "transformers_prefix", "generation")
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "unsloth", "unsloth_zoo", "bitsandbytes")
@@ -119,19 +119,10 @@ def optimizer_moment_dtypes(checkpoint: Path) -> set[str]:
 
 
 def training_config(model_path: Path, output_dir: Path, **changes: Any) -> TrainingConfig:
-    """The smoke preset on the tiny model: 2 steps, KL measured every step (the adapter-off pass)."""
-    settings: dict[str, Any] = dict(
-        model_name_or_path=str(model_path),
-        output_dir=str(output_dir),
-        max_steps=2,
-        save_steps=2,
-        kl_log_every=1,
-        max_completion_length=12,
-        episode_overrides={"n_sessions": (2, 2), "trailing_distractors": (0, 0)},
-        cpu_threads=None,
-    )
-    settings.update(changes)
-    return TrainingConfig.preset("smoke", **settings)
+    """`tiny_smoke_config` as a GPU check runs it: KL measured every step (the adapter-off pass), one
+    checkpoint, the machine's own thread count."""
+    settings: dict[str, Any] = dict(save_steps=2, kl_log_every=1, max_completion_length=12, cpu_threads=None)
+    return tiny_smoke_config(model_path, output_dir, **{**settings, **changes})
 
 
 def check_training(config: TrainingConfig) -> dict[str, Any]:
@@ -202,7 +193,7 @@ def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, 
     """The adapter on `device`: the prefix-cached logits match a whole prefill, and greedy replies
     match with and without the cache (the tiny model's greedy reply is often its end token at once,
     so the logits are the check that can fail)."""
-    from supersede_lib import prompts
+    from supersede_lib.agent import prompts
     from supersede_lib.models.hf import HFChatModel
 
     conversations = [
@@ -337,7 +328,7 @@ def write_report(results: Sequence[CheckResult], environment_report: dict[str, A
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m supersede_lib.train.gpu_check", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m supersede_lib gpu-check", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("outputs/gpu_check"), help="where the report goes")
     parser.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS)
     parser.add_argument(

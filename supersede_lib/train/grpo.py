@@ -1,7 +1,8 @@
 """The GRPO trainer of the bounded-memory policy (paper Section 5.3), on the shared rollout core.
 
-Holds `SupersedeGRPOTrainer`, the per-turn expansion it trains on, the reward (`rubric_scorer`)
-and its callbacks. Loading the policy and running, resuming and recording a run are in `run.py`.
+Holds `SupersedeGRPOTrainer`. What it trains on is in `samples.py`, the reward and the advantages
+in `rewards.py`, its callbacks in `callbacks.py`; loading the policy and running, resuming and
+recording a run are in `run.py`.
 
 How a multi-turn trajectory becomes training samples (the no-re-feed rule, in training too)
 ----------------------------------------------------------------------------------------
@@ -43,31 +44,29 @@ module imports TRL at the top and `run.py` imports this module before Unsloth.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate.utils import gather_object
-from transformers import TrainerCallback
 from trl import GRPOTrainer
 from trl.models import unwrap_model_for_generation
 from trl.models import utils as trl_model_utils
 from trl.trainer.utils import nanstd, pad, use_adapter
 
-from supersede_lib.episode import Episode
-from supersede_lib.eval.matcher import Score, score_episode_answer
-from supersede_lib.eval.memory_metrics import notes_holdings
-from supersede_lib.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
+from supersede_lib.train.callbacks import ZeroAdvantageStop
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
+from supersede_lib.train.rewards import TrajectoryScorer, group_advantages, rollout_record, score_trajectory
+from supersede_lib.train.samples import TrajectoryRecord, TurnSample, TurnTokens, expand_to_turn_samples
 from supersede_lib.train.shared_prefix import (
     MIN_SHARED_TOKENS,
     WindowPrefix,
@@ -75,79 +74,6 @@ from supersede_lib.train.shared_prefix import (
     generate_with_shared_prefix,
     logps_with_shared_prefix,
 )
-
-# A trajectory's reward: the rubric's `Score` (its verdict and reason get logged too) or a bare number.
-TrajectoryScorer = Callable[[Episode, BoundedMemoryRollout], Score | float]
-
-
-# --------------------------------------------------------------------------- pure GRPO pieces
-
-
-def group_advantages(
-    rewards: Sequence[float], group_size: int, scale_rewards: str = "group"
-) -> tuple[list[float], list[bool]]:
-    """GRPO advantages, one per trajectory, and per group whether its rewards had zero spread.
-
-    Same arithmetic as TRL 1.14 (`(r - group mean) / (std + 1e-4)`, unbiased std): rewards are
-    compared only with the other rollouts of the same episode.
-    """
-    if len(rewards) % group_size:
-        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}")
-    values = torch.tensor(list(rewards), dtype=torch.float32)
-    grouped = values.view(-1, group_size)
-    mean = grouped.mean(dim=1).repeat_interleave(group_size)
-    group_std = nanstd(grouped, dim=1).view(-1)
-    if scale_rewards == "batch":
-        std = nanstd(values).expand_as(values)
-    else:
-        std = group_std.repeat_interleave(group_size)
-    advantages = values - mean
-    if scale_rewards != "none":
-        advantages = advantages / (std + 1e-4)
-    zero_spread = torch.isclose(group_std, torch.zeros_like(group_std))
-    advantages[zero_spread.repeat_interleave(group_size)] = 0.0  # exactly 0, not float-rounding noise
-    return advantages.tolist(), zero_spread.tolist()
-
-
-@dataclass
-class TurnTokens:
-    """One policy turn, as tokens: the exact prompt ids it was conditioned on and what it sampled."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-
-
-@dataclass
-class TrajectoryRecord:
-    """A finished rollout with its tokens, reward (and the rubric's score behind it) and advantage."""
-
-    slot: int
-    episode: Episode
-    rollout: BoundedMemoryRollout
-    turns: list[TurnTokens]
-    reward: float = 0.0
-    advantage: float = 0.0
-    score: Score | None = None  # None when the scorer returned a bare number
-
-
-@dataclass
-class TurnSample:
-    """One training row: a turn of a trajectory, carrying that trajectory's advantage."""
-
-    trajectory_index: int
-    turn_index: int
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    advantage: float
-
-
-def expand_to_turn_samples(trajectories: Sequence[TrajectoryRecord]) -> list[TurnSample]:
-    """Every turn of every trajectory becomes a sample; all turns share the trajectory's advantage."""
-    return [
-        TurnSample(index, turn_index, turn.prompt_ids, turn.completion_ids, trajectory.advantage)
-        for index, trajectory in enumerate(trajectories)
-        for turn_index, turn in enumerate(trajectory.turns)
-    ]
 
 
 def keep_trainable_parameters_fp32(model: torch.nn.Module) -> int:
@@ -164,57 +90,6 @@ def keep_trainable_parameters_fp32(model: torch.nn.Module) -> int:
             parameter.data = parameter.data.float()
             cast += 1
     return cast
-
-
-# --------------------------------------------------------------------------- stopping and logging
-
-
-class ZeroAdvantageStop(TrainerCallback):
-    """Stop (and save) after `patience` consecutive batches in which every advantage is zero."""
-
-    def __init__(self, patience: int = 10) -> None:
-        self.patience = patience
-        self.streak = 0
-        self.stopped_at_step: int | None = None
-
-    def record_batch(self, all_advantages_zero: bool) -> None:
-        self.streak = self.streak + 1 if all_advantages_zero else 0
-
-    @property
-    def should_stop(self) -> bool:
-        return self.patience > 0 and self.streak >= self.patience
-
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001 - TrainerCallback signature
-        if self.should_stop:
-            control.should_training_stop = True
-            control.should_save = True
-            self.stopped_at_step = state.global_step
-        return control
-
-
-class MetricsFileCallback(TrainerCallback):
-    """Append every log (reward, zero-advantage fraction, KL, lengths, ...) to a JSONL file."""
-
-    def __init__(self, path: Path, context: Callable[[], dict[str, Any]] | None = None) -> None:
-        self.path = Path(path)
-        self.context = context or dict
-
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001 - TrainerCallback signature
-        if not state.is_world_process_zero or not logs:
-            return control
-        row = {"step": state.global_step, "kind": "summary" if "train_runtime" in logs else "train"}
-        row.update(self.context())
-        row.update({key: _json_number(value) for key, value in logs.items()})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(row) + "\n")
-        return control
-
-
-def _json_number(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 @contextmanager
@@ -242,102 +117,7 @@ def _loads_onto_indexless_cpu(device: torch.device) -> Iterator[None]:
         torch.load = load
 
 
-# --------------------------------------------------------------------------- the reward
-
-
-def rubric_scorer(stale_penalty_weight: float = 1.0) -> TrajectoryScorer:
-    """The environment's reward: `score_episode_answer` on the rollout's final answer, as in evaluation."""
-
-    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
-        return score_episode_answer(episode, rollout.answer or "", stale_penalty_weight=stale_penalty_weight)
-
-    return score
-
-
-def memory_credit_scorer(stale_penalty_weight: float = 1.0, memory_credit: float = 0.5) -> TrajectoryScorer:
-    """The sparse reward plus `memory_credit` when the notes the answer turn reads hold the current
-    value and no stale one: a denser signal for what bounded memory is about (the notes update).
-
-    With `memory_credit` < 1 a wrong answer never reaches the success reward of 1, so success
-    (and the curriculum) still means a correct answer, comparable across the two rewards.
-    """
-    if not 0 <= memory_credit < 1:
-        raise ValueError(f"memory_credit must be in [0, 1), got {memory_credit}")
-    sparse = rubric_scorer(stale_penalty_weight)
-
-    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
-        answer = sparse(episode, rollout)
-        if not _notes_hold_current(episode, rollout.notes):
-            return answer
-        note = f"memory credit +{memory_credit:g}: the notes hold the current value and no stale one"
-        return dataclasses.replace(
-            answer,
-            reward=answer.reward + memory_credit,
-            reason=f"{answer.reason}; {note}" if answer.reason else note,
-        )
-
-    return score
-
-
-def scorer_for(
-    reward: str, stale_penalty_weight: float = 1.0, memory_credit: float = 0.5
-) -> TrajectoryScorer:
-    """`sparse` (the paper's: the answer alone) or `memory` (sparse + credit for current notes)."""
-    if reward == "sparse":
-        return rubric_scorer(stale_penalty_weight)
-    if reward == "memory":
-        return memory_credit_scorer(stale_penalty_weight, memory_credit)
-    raise ValueError(f"unknown reward {reward!r}; expected 'sparse' or 'memory'")
-
-
-def score_trajectory(scorer: TrajectoryScorer, trajectory: TrajectoryRecord) -> None:
-    """Set the trajectory's reward (and score, when the scorer gives one) from its finished rollout."""
-    outcome = scorer(trajectory.episode, trajectory.rollout)
-    trajectory.score = outcome if isinstance(outcome, Score) else None
-    trajectory.reward = float(outcome.reward if isinstance(outcome, Score) else outcome)
-
-
-def _notes_hold_current(episode: Episode, notes: str) -> bool | None:
-    """Whether the notes the answer turn read held the current value and no stale one (None: not a value)."""
-    holds_current, holds_stale = notes_holdings([notes], episode)
-    if holds_current is None:
-        return None
-    return holds_current[-1] and not (holds_stale and holds_stale[-1])
-
-
-def rollout_record(step: int, difficulty: str, trajectory: TrajectoryRecord) -> dict[str, Any]:
-    """One row of the rollouts file: what the reward saw (answer, verdict, reason) and what it gave."""
-    rollout, score = trajectory.rollout, trajectory.score
-    return {
-        "step": step,
-        "difficulty": difficulty,
-        "episode_id": trajectory.episode.episode_id,
-        "slot": trajectory.slot,
-        "reward": trajectory.reward,
-        "advantage": trajectory.advantage,
-        "answer": rollout.answer,
-        "verdict": score.verdict if score else None,
-        "reason": score.reason if score else None,
-        "gold_answers": list(trajectory.episode.gold_answers),
-        "superseded_values": list(trajectory.episode.superseded_values),
-        "asks_previous_value": trajectory.episode.asks_previous_value,
-        "final_notes": rollout.notes,
-        "notes_hold_current": _notes_hold_current(trajectory.episode, rollout.notes),
-        "turns": len(rollout.turns),
-        "truncations": rollout.truncation_count,
-    }
-
-
 # --------------------------------------------------------------------------- the trainer
-
-
-def supersede_rubric(*args: Any, **kwargs: Any) -> list[float]:
-    """Stands in TRL's `reward_funcs` slot (TRL requires one); never called.
-
-    Rewards are per trajectory, not per completion: `SupersedeGRPOTrainer` scores each finished
-    rollout with its `scorer` inside `_generate_and_score_completions`.
-    """
-    raise RuntimeError("supersede_rubric is scored per trajectory by SupersedeGRPOTrainer, not by TRL")
 
 
 class SupersedeGRPOTrainer(GRPOTrainer):

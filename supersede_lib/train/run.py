@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from supersede_lib.episode import Episode
+from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.provenance import config_sha256, git_state
 from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
@@ -60,7 +60,8 @@ from supersede_lib.train.processes import (
 if TYPE_CHECKING:
     from transformers import TrainerCallback
 
-    from supersede_lib.train.grpo import SupersedeGRPOTrainer, TrajectoryScorer
+    from supersede_lib.train.grpo import SupersedeGRPOTrainer
+    from supersede_lib.train.rewards import TrajectoryScorer
 
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
 PROCESSES_KEY = "processes"  # in training_config.json of a data-parallel run
@@ -310,9 +311,9 @@ def check_run_processes(run_dir: Path, processes: int, checkpoint_step: int) -> 
     if started == processes:
         return
     how = (
-        "in one process (notebook 06, or `python -m supersede_lib.train ...`)"
+        "in one process (notebook 06, or `python -m supersede_lib train ...`)"
         if started == 1
-        else f"with `accelerate launch --num_processes {started} -m supersede_lib.train ...`"
+        else f"with `accelerate launch --num_processes {started} -m supersede_lib train ...`"
     )
     raise ValueError(
         f"{run_dir} was trained by {started} process(es) up to checkpoint {checkpoint_step}, this is "
@@ -320,47 +321,12 @@ def check_run_processes(run_dir: Path, processes: int, checkpoint_step: int) -> 
     )
 
 
-def build_trainer(
-    config: TrainingConfig,
-    seed: int = 0,
-    *,
-    episodes: Sequence[Episode] | None = None,
-    scorer: TrajectoryScorer | None = None,
-    next_difficulty: Callable[[str], str | None] | None = None,
-    callbacks: Sequence[TrainerCallback] = (),
-) -> SupersedeGRPOTrainer:
-    """A ready-to-train `SupersedeGRPOTrainer` for one seed (`train` calls this, then `.train()`)."""
+def _grpo_config(config: TrainingConfig, seed: int, run_dir: Path) -> tuple[Any, bool]:
+    """TRL's `GRPOConfig` for one seed's run, and whether it checkpoints gradients (the trainer's
+    shared prompt prefix needs it off)."""
     import torch
-    from datasets import Dataset
-    from transformers import set_seed
     from trl.trainer.grpo_config import GRPOConfig  # TRL's own: once imported, Unsloth rebinds trl.GRPOConfig
 
-    # The trainer module imports TRL (heavy) at its top, so it is loaded only when a run is built.
-    from supersede_lib.train.grpo import (
-        MetricsFileCallback,
-        SupersedeGRPOTrainer,
-        ZeroAdvantageStop,
-        scorer_for,
-        supersede_rubric,
-    )
-
-    if episodes is not None and config.curriculum == "adaptive":
-        raise ValueError(
-            "TrainingConfig.curriculum='adaptive' needs procedural episodes; a fixed pool was given"
-        )
-    trl_base = SupersedeGRPOTrainer.__mro__[1]
-    if trl_base.__module__ != "trl.trainer.grpo_trainer":
-        raise RuntimeError(
-            f"GRPOTrainer comes from {trl_base.__module__} (Unsloth's patch?): import supersede_lib.train.grpo "
-            "before unsloth; the per-turn expansion needs TRL's own GRPOTrainer"
-        )
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    if config.cpu_threads and not torch.cuda.is_available():
-        torch.set_num_threads(config.cpu_threads)
-    set_seed(seed)
-    random.seed(seed)
-    run_dir = run_dir_for(config, seed)
-    run_dir.mkdir(parents=True, exist_ok=True)
     on_cuda = torch.cuda.is_available()
     precision = mixed_precision(None if on_cuda else cpu_base_dtype(config))
     gradient_checkpointing = config.gradient_checkpointing
@@ -396,6 +362,59 @@ def build_trainer(
         disable_tqdm=config.disable_tqdm,
         dataloader_num_workers=0,
     )
+    return args, gradient_checkpointing
+
+
+def _curriculum(config: TrainingConfig, next_difficulty: Callable[[str], str | None] | None) -> Curriculum:
+    """The run's difficulty ladder: fixed, or adaptive (moves up when groups saturate)."""
+    return Curriculum(
+        difficulty=config.difficulty,
+        adaptive=config.curriculum == "adaptive",
+        success_reward=config.success_reward,
+        saturation_threshold=config.saturation_threshold,
+        saturated_group_fraction=config.saturated_group_fraction,
+        patience=config.curriculum_patience,
+        next_difficulty=next_difficulty,
+    )
+
+
+def build_trainer(
+    config: TrainingConfig,
+    seed: int = 0,
+    *,
+    episodes: Sequence[Episode] | None = None,
+    scorer: TrajectoryScorer | None = None,
+    next_difficulty: Callable[[str], str | None] | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
+) -> SupersedeGRPOTrainer:
+    """A ready-to-train `SupersedeGRPOTrainer` for one seed (`train` calls this, then `.train()`)."""
+    import torch
+    from datasets import Dataset
+    from transformers import set_seed
+
+    # The trainer module imports TRL (heavy) at its top, so it is loaded only when a run is built.
+    from supersede_lib.train.callbacks import MetricsFileCallback, ZeroAdvantageStop
+    from supersede_lib.train.grpo import SupersedeGRPOTrainer
+    from supersede_lib.train.rewards import scorer_for, supersede_rubric
+
+    if episodes is not None and config.curriculum == "adaptive":
+        raise ValueError(
+            "TrainingConfig.curriculum='adaptive' needs procedural episodes; a fixed pool was given"
+        )
+    trl_base = SupersedeGRPOTrainer.__mro__[1]
+    if trl_base.__module__ != "trl.trainer.grpo_trainer":
+        raise RuntimeError(
+            f"GRPOTrainer comes from {trl_base.__module__} (Unsloth's patch?): import supersede_lib.train.grpo "
+            "before unsloth; the per-turn expansion needs TRL's own GRPOTrainer"
+        )
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if config.cpu_threads and not torch.cuda.is_available():
+        torch.set_num_threads(config.cpu_threads)
+    set_seed(seed)
+    random.seed(seed)
+    run_dir = run_dir_for(config, seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    args, gradient_checkpointing = _grpo_config(config, seed, run_dir)
     # Each process trains on its own episodes_per_step episodes; TRL's sampler hands them out.
     slots_per_step = config.episodes_per_step * args.world_size
     if episodes is not None and len(episodes) < slots_per_step:
@@ -411,15 +430,7 @@ def build_trainer(
             for slot in range(slot_count)
         ]
     )
-    curriculum = Curriculum(
-        difficulty=config.difficulty,
-        adaptive=config.curriculum == "adaptive",
-        success_reward=config.success_reward,
-        saturation_threshold=config.saturation_threshold,
-        saturated_group_fraction=config.saturated_group_fraction,
-        patience=config.curriculum_patience,
-        next_difficulty=next_difficulty,
-    )
+    curriculum = _curriculum(config, next_difficulty)
     stop = ZeroAdvantageStop(config.zero_advantage_patience)
     metrics = MetricsFileCallback(
         run_dir / METRICS_FILE, context=lambda: {"difficulty": curriculum.difficulty}
@@ -463,6 +474,22 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     path.write_text("".join(kept))
 
 
+def _prepare_run_dir(config: TrainingConfig, seed: int, processes: int, resume_step: int | None) -> None:
+    """The main process readies the run folder: logs cut back to the resumed step (or removed for a
+    new run), the config record written, and the model files prepared once for every process."""
+    run_dir = run_dir_for(config, seed)
+    for name in (METRICS_FILE, ROLLOUTS_FILE):
+        if resume_step is not None:
+            _truncate_jsonl(run_dir / name, resume_step)
+        elif (run_dir / name).exists():
+            (run_dir / name).unlink()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record = _config_record(config, seed, processes)
+    (run_dir / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    if processes > 1:  # once, before the others load it: they would all write the same cache folder
+        prepare_model_files(config)
+
+
 def train(
     config: TrainingConfig,
     seed: int = 0,
@@ -502,16 +529,7 @@ def train(
         check_run_processes(run_dir, processes, resume_from[0])
     wait_for_everyone()  # every process has read the folder before the main process changes it
     if is_main_process():
-        for name in (METRICS_FILE, ROLLOUTS_FILE):
-            if resume_from is not None:
-                _truncate_jsonl(run_dir / name, resume_from[0])
-            elif (run_dir / name).exists():
-                (run_dir / name).unlink()
-        run_dir.mkdir(parents=True, exist_ok=True)
-        record = _config_record(config, seed, processes)
-        (run_dir / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n")
-        if processes > 1:  # once, before the others load it: they would all write the same cache folder
-            prepare_model_files(config)
+        _prepare_run_dir(config, seed, processes, resume_from[0] if resume_from else None)
     wait_for_everyone()
     trainer = build_trainer(
         config, seed, episodes=episodes, scorer=scorer, next_difficulty=next_difficulty, callbacks=callbacks

@@ -20,6 +20,7 @@ from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from supersede_lib.agent.episode import Episode, Session
 from supersede_lib.data.synthetic.config import GeneratorConfig, config_for_difficulty, resolve_config
 from supersede_lib.data.synthetic.domains import FACT_DOMAINS, FactDomain
 from supersede_lib.data.synthetic.render import (
@@ -34,7 +35,6 @@ from supersede_lib.data.synthetic.render import (
     variants,
 )
 from supersede_lib.data.synthetic.timeline import Event, plan_events
-from supersede_lib.episode import Episode, Session
 
 EPISODE_SEED_STRIDE = 1_000_000  # generate_episodes: episode i of base seed s uses s * stride + i
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from supersede_lib.agent.episode import Turn
 from supersede_lib.data.synthetic.config import GeneratorConfig
 from supersede_lib.data.synthetic.distractors import (
     CROSS_DOMAIN_SLOTS,
@@ -22,7 +23,6 @@ from supersede_lib.data.synthetic.distractors import (
 )
 from supersede_lib.data.synthetic.domains import FACT_DOMAINS, FactDomain
 from supersede_lib.data.synthetic.timeline import Event
-from supersede_lib.episode import Turn
 
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.bench_engines import find_local_model, machine_summary
+from supersede_lib.agent.prompts import notes_update_messages
+from supersede_lib.bench.engines import find_local_model, machine_summary
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.models.hf import HFChatModel
-from supersede_lib.prompts import notes_update_messages
 
 DEFAULT_PREFIX_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"  # the CPU proof's model
 PROMPT_VARIANT = "v10_line_edits_loose_answer"  # the CPU proof's agent

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from supersede_lib import prompts
-from supersede_lib.episode import Episode
-from supersede_lib.notes_edits import apply_line_edits
+from supersede_lib.agent import prompts
+from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.notes_edits import apply_line_edits
 
 TurnKind = Literal["notes", "answer"]
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from supersede_lib.episode import Session
-from supersede_lib.models.chat import Message
+from supersede_lib.agent.episode import Session
+from supersede_lib.agent.messages import Message
 
 # --------------------------------------------------------------------------------------------
 # v1: the prompt studies 02-05 were first run with (one worked example as an earlier chat turn)

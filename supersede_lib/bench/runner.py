@@ -1,7 +1,7 @@
 """Speed benchmarks of the runner (`make bench`, not part of the test suite).
 
-    python -m supersede_lib.bench                  # defaults below; writes outputs/bench/bench.json
-    python -m supersede_lib.bench --full-sequential --latency 0.1
+    python -m supersede_lib bench                  # (or make bench) defaults below; writes outputs/bench/bench.json
+    python -m supersede_lib bench --full-sequential --latency 0.1
 
 1. Concurrency, against `models.local_server.LocalOpenAIServer` on 127.0.0.1 with a fixed per-call latency
    (in a child process, so its threads do not share the runner's interpreter lock):
@@ -15,13 +15,13 @@
 2. Harness overhead with the embedded GGUF model (the smallest one found): wall time of
    `run_condition` vs time spent inside model calls on one short episode. Target: <= 5%.
    Skipped with a message when no GGUF file is present.
-3. Engines side by side (`supersede_lib.bench_engines`; `--engines-only`, `--quick`): llama.cpp and
+3. Engines side by side (`supersede_lib.bench.engines`; `--engines-only`, `--quick`): llama.cpp and
    batched transformers on the same synthetic bounded-memory and full-context questions; writes
    outputs/bench/engines.md and engines.json.
-4. The prompt-prefix cache against a whole-prompt prefill (`supersede_lib.bench_prefix`;
+4. The prompt-prefix cache against a whole-prompt prefill (`supersede_lib.bench.prefix`;
    `--skip-prefix`): the CPU proof's memory-rewrite calls on the 0.5B, seconds per call and
    identical replies; writes outputs/bench/prefix_cache.md and prefix_cache.json.
-5. The shared prompt prefix in GRPO training (`supersede_lib.bench_train_prefix`;
+5. The shared prompt prefix in GRPO training (`supersede_lib.bench.train_prefix`;
    `--skip-train-prefix`): one accumulation window of a real cpu_proof step through TRL's loss and
    through the shared-prefix loss, seconds and gradient distance; writes
    outputs/bench/train_prefix.md and train_prefix.json.
@@ -39,11 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.bench_engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
-from supersede_lib.bench_prefix import prefix_cache_bench, prefix_cache_table
-from supersede_lib.bench_train_prefix import train_prefix_bench, train_prefix_table
+from supersede_lib.agent.episode import Episode
+from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
+from supersede_lib.bench.prefix import prefix_cache_bench, prefix_cache_table
+from supersede_lib.bench.train_prefix import train_prefix_bench, train_prefix_table
 from supersede_lib.data.synthetic import generate_episodes
-from supersede_lib.episode import Episode
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
@@ -117,6 +117,50 @@ def _timed_run(episodes: list[Episode], model: Any, concurrency: int) -> tuple[f
     return time.perf_counter() - started, frame
 
 
+def _cache_runs(
+    episodes: list[Episode],
+    model: OpenAIChatModel,
+    server: FakeServerProcess,
+    cache_path: Path,
+    chains: list[int],
+    latency_s: float,
+) -> list[dict[str, Any]]:
+    """A cache fill with every question in flight, then the same questions again from that cache:
+    the re-run must send the server nothing and give the same answers."""
+    n_questions, total_calls = len(episodes), sum(chains)
+    runs: list[dict[str, Any]] = []
+    cache = ResponseCache(cache_path)
+    cached_model = CachedChatModel(model, cache)
+    fill_wall, first = _timed_run(episodes, cached_model, concurrency=n_questions)
+    requests_before = server.request_count
+    cached_wall, second = _timed_run(episodes, cached_model, concurrency=n_questions)
+    repeated = server.request_count - requests_before
+    runs.append(
+        {
+            "run": "cache fill (all in flight)",
+            "concurrency": n_questions,
+            "questions": n_questions,
+            "calls": total_calls,
+            "wall_s": fill_wall,
+            "bound_s": makespan_bound_s(chains, n_questions, latency_s),
+        }
+    )
+    runs.append(
+        {
+            "run": "fully cached re-run",
+            "concurrency": n_questions,
+            "questions": n_questions,
+            "calls": total_calls,
+            "wall_s": cached_wall,
+            "bound_s": 0.0,
+            "server_requests": repeated,
+            "cached_calls": int(second["cached_calls"].sum()),
+            "same_answers": bool((first["answer"] == second["answer"]).all()),
+        }
+    )
+    return runs
+
+
 def concurrency_bench(
     n_questions: int,
     latency_s: float,
@@ -165,35 +209,7 @@ def concurrency_bench(
                     "bound_s": makespan_bound_s(chains, slots, latency_s),
                 }
             )
-        cache = ResponseCache(Path(scratch) / "bench-cache.sqlite")
-        cached_model = CachedChatModel(model, cache)
-        fill_wall, first = _timed_run(episodes, cached_model, concurrency=n_questions)
-        requests_before = server.request_count
-        cached_wall, second = _timed_run(episodes, cached_model, concurrency=n_questions)
-        repeated = server.request_count - requests_before
-        runs.append(
-            {
-                "run": "cache fill (all in flight)",
-                "concurrency": n_questions,
-                "questions": n_questions,
-                "calls": total_calls,
-                "wall_s": fill_wall,
-                "bound_s": makespan_bound_s(chains, n_questions, latency_s),
-            }
-        )
-        runs.append(
-            {
-                "run": "fully cached re-run",
-                "concurrency": n_questions,
-                "questions": n_questions,
-                "calls": total_calls,
-                "wall_s": cached_wall,
-                "bound_s": 0.0,
-                "server_requests": repeated,
-                "cached_calls": int(second["cached_calls"].sum()),
-                "same_answers": bool((first["answer"] == second["answer"]).all()),
-            }
-        )
+        runs += _cache_runs(episodes, model, server, Path(scratch) / "bench-cache.sqlite", chains, latency_s)
     for run in runs:
         run["speedup_vs_sequential"] = sequential_s / run["wall_s"] if run["wall_s"] > 0 else None
         run["ratio_to_bound"] = run["wall_s"] / run["bound_s"] if run["bound_s"] else None
@@ -310,7 +326,9 @@ def _write_part(output_dir: Path, name: str, measured: dict[str, Any], table: st
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m supersede_lib bench", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--questions", type=int, default=78)
     parser.add_argument("--latency", type=float, default=0.2, help="fake server seconds per call")
     parser.add_argument("--concurrency", type=int, default=16)

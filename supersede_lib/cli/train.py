@@ -1,9 +1,9 @@
 """Train a profile's GRPO runs from a shell, on one GPU or data-parallel on several.
 
-    python -m supersede_lib.train --profile offline
-    accelerate launch --num_processes 4 -m supersede_lib.train --profile paper
-    torchrun --nproc-per-node 4 -m supersede_lib.train --profile paper --curriculum fixed --seed 0
-    python -m supersede_lib.train --profile offline --reward sparse memory --dry-run
+    python -m supersede_lib train --profile offline
+    accelerate launch --num_processes 4 -m supersede_lib train --profile paper
+    torchrun --nproc-per-node 4 -m supersede_lib train --profile paper --curriculum fixed --seed 0
+    python -m supersede_lib train --profile offline --reward sparse memory --dry-run
 
 The runs, their configs and their folders are notebook 06's (`studies.training.train_runs`): an
 interrupted run resumes, a finished one is read back, and 06 run afterwards reads these runs back
@@ -55,12 +55,12 @@ def _seed(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m supersede_lib.train",
+        prog="python -m supersede_lib train",
         description=(
             "Train the GRPO runs of a profile's `training:` block (one per reward, curriculum and seed), "
             "exactly as notebook 06 does: same configs, same run folders under outputs/<profile>/"
             "06_grpo_training/runs/, an interrupted run resumes, a finished one is read back. Launch it with "
-            "`accelerate launch --num_processes N -m supersede_lib.train ...` (or `torchrun --nproc-per-node "
+            "`accelerate launch --num_processes N -m supersede_lib train ...` (or `torchrun --nproc-per-node "
             "N -m ...`) to train each run data-parallel on N GPUs; afterwards notebook 06 reads the runs "
             "back."
         ),

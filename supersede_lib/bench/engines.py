@@ -20,6 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import (
@@ -28,15 +29,9 @@ from supersede_lib.eval.runner import (
     notes_max_tokens_for,
     run_condition,
 )
-from supersede_lib.models.engine import (
-    BF16_NATIVE_FLAGS,
-    cpu_flags,
-    detect_engine,
-    make_embedded_model,
-    read_cpuinfo,
-)
+from supersede_lib.models.cpu_features import BF16_NATIVE_FLAGS, cpu_flags, read_cpuinfo
+from supersede_lib.models.engine import detect_engine, make_embedded_model
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
-from supersede_lib.rollout import CONDITIONS
 
 ENGINE_ORDER = ("llamacpp", "transformers")
 

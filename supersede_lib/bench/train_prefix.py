@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.bench_engines import machine_summary
+from supersede_lib.bench.engines import machine_summary
 
 
 def window_gradient(trainer: Any, samples: list, micro_batches: int, share: bool, pad_to: int | None = None):  # noqa: ANN201
@@ -62,8 +62,8 @@ def train_prefix_bench(
     """Time one accumulation window three ways on the rows of one `cpu_proof` step of `model_path`
     (default: the preset's GGUF file)."""
     from supersede_lib.train.config import TrainingConfig
-    from supersede_lib.train.grpo import expand_to_turn_samples
     from supersede_lib.train.run import build_trainer
+    from supersede_lib.train.samples import expand_to_turn_samples
 
     model = Path(model_path or TrainingConfig.preset("cpu_proof").model_name_or_path)
     if not model.exists():

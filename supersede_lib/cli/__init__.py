@@ -1,0 +1,76 @@
+"""One command line for the project: `python -m supersede_lib <command> [options]`.
+
+Each command is a module with `main(argv) -> int`; `COMMANDS` is the one list of them (the test of
+the command lines runs `--help` on every entry), so a new command line is added here, not as a
+`python -m` path of its own. The older paths the Makefile uses (`python -m supersede_lib.bench`,
+`supersede_lib.reproduce`, `supersede_lib.studies.report`, `supersede_lib.train.gpu_check`) run the
+same `main`s. This package is the top layer: it may import anything, nothing imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PROG = "python -m supersede_lib"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: the module whose `main(argv)` runs it and the line `--help` shows for it."""
+
+    module: str
+    summary: str
+
+
+COMMANDS: dict[str, Command] = {
+    "reproduce": Command(
+        "supersede_lib.reproduce", "run notebooks 01-07 headless for a profile, then write its report"
+    ),
+    "report": Command(
+        "supersede_lib.studies.report", "write outputs/<profile>/REPORT.md from the files on disk"
+    ),
+    "train": Command("supersede_lib.cli.train", "train a profile's GRPO runs, on one GPU or data-parallel"),
+    "validation": Command(
+        "supersede_lib.studies.validation", "the matcher (and embedded judges) against the human labels"
+    ),
+    "bench": Command("supersede_lib.bench.runner", "speed, overhead and engine benchmarks (`make bench`)"),
+    "gpu-check": Command(
+        "supersede_lib.train.gpu_check", "check the GPU training path on this machine's CUDA GPU (~3 min)"
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The dispatcher's parser; its help lists every command with its one-line summary."""
+    listing = "\n".join(f"  {name:<12}{command.summary}" for name, command in COMMANDS.items())
+    return argparse.ArgumentParser(
+        prog=PROG,
+        usage=f"{PROG} <command> [options]",
+        description=__doc__.splitlines()[0],
+        epilog=f"commands:\n{listing}\n\n`{PROG} <command> --help` shows a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `<command>` with the remaining arguments; `--help` (or nothing) prints the command list."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not arguments or arguments[0].startswith("-"):
+        parser.parse_args(arguments)  # --help prints the list and exits 0; any other option is an error
+        parser.error("name a command")
+    name, rest = arguments[0], arguments[1:]
+    if name not in COMMANDS:
+        parser.error(f"unknown command {name!r} (choose from {', '.join(COMMANDS)})")
+    command_main = importlib.import_module(COMMANDS[name].module).main
+    program = sys.argv[0]
+    sys.argv[0] = f"{PROG} {name}"  # the `prog` of commands whose parser takes it from argv[0]
+    try:
+        status = command_main(rest)
+    finally:
+        sys.argv[0] = program
+    return status if isinstance(status, int) else 0  # `bench` returns its measurements

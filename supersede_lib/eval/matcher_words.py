@@ -1,0 +1,211 @@
+"""The matcher's word tables: the vocabulary its rules read, apart from the rules themselves.
+
+Two kinds, one per user. `matcher_text` spells values canonically with the number words, ordinals,
+short forms (weekdays, months, brands), articles, currency words and stopwords. `matcher` decides
+what a mention means with the markers: negations and doubts, past and forward framing ("used to",
+"now"), numeric qualifiers ("over", "or more"), hedges and guesses, and the phrasings of "I don't
+know" (`UNKNOWN`). A rule change that only needs a new word is an edit here; tests/test_matcher.py
+holds the answers each word was added for.
+"""
+
+from __future__ import annotations
+
+import re
+
+ARTICLES = frozenset({"a", "an", "the"})
+CURRENCY_WORDS = frozenset({"dollar", "dollars", "usd", "buck", "bucks", "euro", "euros", "eur"})
+UNITS = {
+    word: value
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
+TENS = {
+    word: 10 * (index + 2)
+    for index, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
+}
+ORDINALS = {
+    word: value
+    for value, word in enumerate(
+        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+        "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth".split()
+    )
+} | {
+    word: 10 * (index + 2)
+    for index, word in enumerate(
+        "twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth".split()
+    )
+}
+LARGE_SCALES = {"thousand": 1000, "million": 10**6, "billion": 10**9}
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+SHORT_FORMS = {
+    "mon": "monday",
+    "tue": "tuesday",
+    "tues": "tuesday",
+    "wed": "wednesday",
+    "thu": "thursday",
+    "thur": "thursday",
+    "thurs": "thursday",
+    "fri": "friday",
+    "sat": "saturday",
+    "sun": "sunday",
+    "jan": "january",
+    "feb": "february",
+    "mar": "march",
+    "apr": "april",
+    "jun": "june",
+    "jul": "july",
+    "aug": "august",
+    "sep": "september",
+    "sept": "september",
+    "oct": "october",
+    "nov": "november",
+    "dec": "december",
+    "chevy": "chevrolet",
+    "vw": "volkswagen",
+}
+SHORT_FORMS_NEEDING_CAPITAL = frozenset({"mon", "wed", "sat", "sun", "jan", "mar"})  # also plain words
+
+STOPWORDS = frozenset(
+    """
+    i me my mine myself you your yours yourself we our ours us he him his she her hers it its they
+    them their theirs this that these those is am are was were be been being have has had having do
+    does did doing will would shall should can could may might must to of in on at for with by from
+    about as into onto over under up down out off than then so and or but if because while also just
+    very too still now currently current there here what which who whom whose when where why how all
+    any some such only own same other each both few more most im ive youve youre youd id theyre
+    thats whats theres lets maybe perhaps possibly probably likely either think guess believe seems
+    seem sorry please unfortunately well yes okay ok according based notes note answer
+    """.split()
+)
+
+INTERROGATIVES = frozenset(
+    "did do does is are was were am have has had can could would will should shall may might must "
+    "what where which who whom whose when why how isnt arent wasnt werent dont doesnt didnt".split()
+)
+
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def phrases(alternatives: str) -> tuple[tuple[str, ...], ...]:
+    """'no longer|not' -> (("no", "longer"), ("not",)): multi-word markers as token tuples."""
+    return tuple(tuple(phrase.split()) for phrase in alternatives.split("|"))
+
+
+NEGATIONS = phrases(
+    "not|never|isnt|wasnt|arent|werent|dont|doesnt|didnt|havent|hasnt|nor|neither|no longer|rather than|"
+    "instead of"
+)
+NEGATION_IDIOM_NEXT = frozenset({"sure", "certain", "only", "just", "know", "remember", "recall"})
+DOUBTS = phrases("doubt|doubtful|unlikely|hardly|anything but|everything but|all but|except|other than")
+PAST_BEFORE = phrases(
+    "previously|formerly|originally|initially|earlier|after|from|old|former|previous|prior|used to|ex|"
+    "free of|left|quit|dropped|cancelled|canceled|got rid of|ditched|gave up|gave up on|sold|traded in|"
+    "stopped going to|moved away from|switched away from|moved on from|broke up with|split from|"
+    "split with|done at|done with|leaving|away from|before that|before this|before then|prior to that"
+)
+PAST_AFTER = phrases(
+    "previously|formerly|originally|initially|earlier|before|anymore|later|then|until|at 1st|no longer|"
+    "previous|former|old"
+)
+PAST_AFTER_ACROSS_CLAUSES = frozenset({("then",), ("later",)})  # "Tom, then Sarah"; not "Denver (previously
+# Austin)" or "Denver, and before that Austin", where the marker labels what follows it
+FORWARD_BEFORE = phrases(
+    "now|currently|today|nowadays|these days|latest|newest|new|current|present|presently|before|"
+    "moved to|moving to|move to|switched to|switching to|switch to|changed to|changing to|relocated to|"
+    "relocating to|upgraded to|became|later|then|after that|since then"
+)
+FORWARD_AFTER = phrases("now|currently|today|nowadays|these days")
+MARKER_NEXT_EXCEPTIONS = {
+    ("left",): frozenset({"for", "to", "over", "with", "at", "in", "on"}),  # "left for Denver" is arriving
+    ("dropped",): frozenset({"by", "off", "to", "in", "into"}),
+    ("sold",): frozenset({"on"}),
+    ("after",): frozenset({"that", "this", "then", "which"}),  # "after that, Denver": Denver is the later
+    ("before",): frozenset({"that", "this", "then", "which"}),  # "before that, Austin": Austin is earlier
+}
+PAST_SCAN_BOUNDARIES = frozenset({"to", "into", "for", "favor", "favour"})  # "from Austin to Denver"
+NUMERIC_QUALIFIERS = phrases(
+    "over|above|under|below|nearly|almost|beyond|exceeding|more than|less than|fewer than|greater than|"
+    "higher than|lower than|at least|at most|by"
+)
+NUMERIC_QUALIFIERS_AFTER = phrases(
+    "or more|or less|or fewer|or higher|or lower|or above|or below|or over|or under|plus|and up|"
+    "and above|and over|at least|at most"
+)
+AUXILIARIES = frozenset(
+    "is am are was were be been has have had do does did will would seems seem sounds looks".split()
+)
+PREDICATE_DENIALS = frozenset(
+    "not never isnt wasnt arent werent doesnt didnt dont hasnt havent wont cant couldnt shouldnt "
+    "wrong incorrect false mistaken unlikely doubtful".split()
+)
+CONTRACTED_DENIALS = frozenset("isnt wasnt arent werent doesnt didnt hasnt havent wont".split())
+CLAUSE_WORDS = frozenset({"but", "however", "though", "although", "now", "currently", "actually", "today"})
+LIST_SEPARATORS = frozenset({"or", "and", "nor", "versus", "vs"})
+GUESS_WORDS = frozenset(
+    "maybe perhaps possibly probably could might also alternatively otherwise else either or".split()
+)
+HEDGE_WORDS = GUESS_WORDS | frozenset(
+    "likely and may be is was would say guess think i another option possibility".split()
+)
+GUESS_MARKERS = re.compile(
+    r"\b(?:maybe|perhaps|probably|possibly|likely|my guess|i guess|best guess|might be|could be|"
+    r"i think it|i believe it|i would say|id say|if i had to)\b"
+)
+REFERENCE_WORDS = frozenset(
+    "mentioned mention told said shared discussed talked recorded record records noted notes note "
+    "conversation conversations information info details history memory".split()
+)
+OFFER_OPENINGS = phrases(
+    "if you|let me know|feel free|please|could you|can you|would you|i can|i would be happy"
+)
+
+SPEAKER_LABEL = re.compile(r"(?im)^[ \t]*(?:user|assistant|system|human|ai)[ \t]*:[ \t]*")
+"""A chat speaker label at a line start ("User:", "assistant:"): a small model echoing a transcript."""
+ADVICE_WORDS = frozenset(
+    "consider considering recommend recommended recommendation suggest suggested suggestion try trying".split()
+)
+"""An item that gives advice ("you might want to consider a hybrid") offers no answer about the user."""
+
+UNKNOWN = re.compile(
+    "|".join(
+        [
+            r"\b(?:dont|do not|didnt|did not|cant|cannot|can not|couldnt|could not|unable to|not able to|"
+            r"no way to|no way of) (?:know|knowing|tell|telling|say|determine|find|recall|remember|answer|"
+            r"confirm|be sure|be certain|see)\b",
+            r"\b(?:havent|have not|hasnt|has not|didnt|did not|never) (?:yet |actually |explicitly |"
+            r"specifically |ever )?(?:mentioned|mention|told|tell|said|say|shared|share|specified|specify|"
+            r"provided|provide|stated|state|discussed|discuss|given|noted|talked|brought up)\b",
+            r"\b(?:not|never|wasnt|isnt) (?:been |yet )?(?:mentioned|specified|provided|available|recorded|"
+            r"stated|known|given|included|listed|noted|shared|documented|clear)\b",
+            r"\bno (?:information|info|record|records|mention|details|data|indication|evidence|knowledge|"
+            r"notes)\b",
+            r"\b(?:dont|do not|doesnt|does not|didnt|did not) (?:have|contain|include|hold)(?: \w+){0,3} "
+            r"(?:information|info|details?|records?|data|knowledge|notes?)\b",
+            r"\bnotes? (?:dont|do not|doesnt|does not|didnt|did not) (?:have|contain|include|hold|mention|"
+            r"say|specify|show|record|list|cover)\b",
+            r"\b(?:unknown|unclear|not sure|uncertain|no idea|not enough|insufficient|cannot be determined|"
+            r"cant be determined)\b",
+            r"\bnot (?:in|part of) (?:my |your |our )?(?:notes|memory|records|conversation|conversations)\b",
+            r"\bnothing (?:about|on|regarding|in)\b",
+            r"\bbut not (?:where|what|which|when|who|whom|how|why|whether|if|your|any|its|their)\b",
+        ]
+    )
+)

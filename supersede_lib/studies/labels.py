@@ -1,0 +1,81 @@
+"""Labels and headline numbers every study uses: which notebook, whose number (ours or the paper's), how shown.
+
+A number in a study's table or `summary.json` always says its model, data, profile and n
+(`ours_label`, `headline_number`); the paper's numbers get their own `paper_label` columns.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib.studies import profiles
+from supersede_lib.studies.profiles import Profile
+
+NOTEBOOK_DATA = "01_data"
+NOTEBOOK_ISOLATION = "02_isolation"
+NOTEBOOK_FRONTIER = "03_frontier"
+NOTEBOOK_SCALE = "04_scale"
+NOTEBOOK_ENVIRONMENT = "05_environment_validation"
+NOTEBOOK_TRAINING = "06_grpo_training"
+NOTEBOOK_TRANSFER = "07_transfer_eval"
+
+MATCHER = "programmatic matcher"  # the grader named when no LLM judge is set
+
+
+def profile_banner(profile: str | Profile) -> str:
+    """A Markdown paragraph naming the profile, its data, models and where results go."""
+    profile = profiles.as_profile(profile)
+    judge = profile.judge
+    return (
+        f"**Profile `{profile.name}`** — {profile.description}  \n"
+        f"Data: {profile.data_label or '?'} · model: `{profile.model.get('name', '?')}` · "
+        f"grader: {'LLM judge `' + judge.get('name', '?') + '`' if judge else MATCHER} · "
+        f"results: `{profiles.OUTPUT_ROOT / profile.name}`  \n"
+        "Numbers labelled *paper* are quoted from the Supersede paper; numbers labelled *ours* are measured "
+        "here with the model, data, profile and n named beside them. They are never mixed."
+    )
+
+
+def ours_label(model: str, data: str, profile_name: str, n: int) -> str:
+    """Column header for our numbers: `ours (<model>, <data>, <profile>, n=<n>)`."""
+    return f"ours ({model}, {data}, {profile_name}, n={n})"
+
+
+def paper_label(model: str, n: int | None, data: str = "LongMemEval") -> str:
+    """Column header for the paper's numbers: `paper (<model>, LongMemEval, n=<n>)`."""
+    return f"paper ({model}, {data}" + (f", n={n})" if n is not None else ")")
+
+
+def percent(value: float | None) -> str:
+    """0.625 -> '62.5%'; a missing value -> '—'."""
+    return "—" if value is None or pd.isna(value) else f"{100 * value:.1f}%"
+
+
+def format_pvalue(value: float | None) -> str:
+    """A p value to four places; a missing one -> '—'."""
+    return "—" if value is None or pd.isna(value) else f"{value:.4f}"
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a label."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+
+def headline_number(
+    name: str, value: Any, *, model: str, data: str, profile: str, n: int, grader: str | None = None
+) -> dict:
+    """One headline number and everything needed to read it."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return {
+        "name": name,
+        "value": value,
+        "model": model,
+        "data": data,
+        "profile": profile,
+        "n": int(n),
+        "grader": grader,
+    }

@@ -1,0 +1,168 @@
+"""The files a study writes under outputs/<profile>/<notebook>/: Markdown + CSV tables and `summary.json`.
+
+`summary.json` carries every headline number with what produced it (profile, model, data label,
+config, git commit) and the warnings of every run in the folder, so no study hides a silent failure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from supersede_lib.eval.provenance import git_state
+from supersede_lib.eval.run_files import portable_paths
+from supersede_lib.studies.profiles import Profile
+
+STUDY_SUMMARY_FILE = "summary.json"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table of `frame` as displayed (cells via str, '|' escaped)."""
+
+    def cell(value: Any) -> str:
+        if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
+            return "—"
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    columns = [str(column) for column in frame.columns]
+    lines = ["| " + " | ".join(cell(column) for column in columns) + " |"]
+    lines.append("| " + " | ".join("---" for _ in columns) + " |")
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(cell(value) for value in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_unset=True)
+    if is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(asdict(value))
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        return value.item()
+    return value
+
+
+def write_summary(
+    directory: Path,
+    profile: Profile,
+    notebook: str,
+    *,
+    model: str | list[str],
+    data: str,
+    numbers: list[dict],
+    tables: list[str],
+    figures: list[str],
+    config: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> dict:
+    """Write `summary.json` (headline numbers + what produced them) and return it."""
+    summary = {
+        "notebook": notebook,
+        "profile": profile.name,
+        "model": model,
+        "data_label": data,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git": git_state(),
+        "config": config,
+        "numbers": numbers,
+        "tables": tables,
+        "figures": figures,
+        **(extra or {}),
+    }
+    (directory / STUDY_SUMMARY_FILE).write_text(
+        json.dumps(portable_paths(_jsonable(summary)), indent=2) + "\n", encoding="utf-8"
+    )
+    return summary
+
+
+def record_summary(
+    result: Any,
+    directory: Path,
+    notebook: str,
+    numbers: list[dict],
+    tables: list[str],
+    config: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> Any:
+    """Write a study result's summary.json (its model, data label, figures); fill in `output_dir`, `summary`.
+
+    The warnings of every run in the study's folder (failed questions, cut or empty replies, per model)
+    are printed and kept in the summary, so no study hides a silent failure.
+    """
+    result.output_dir = directory
+    warnings = study_warnings(directory)
+    for warning in warnings:
+        print(f"WARNING ({notebook}): {warning}")
+    extra = {**(extra or {}), "warnings": warnings}
+    result.summary = write_summary(
+        directory,
+        result.profile,
+        notebook,
+        model=result.model,
+        data=result.data_label,
+        numbers=numbers,
+        tables=tables,
+        figures=[path.name for path in result.figures.values()],
+        config=config,
+        extra=extra,
+    )
+    return result
+
+
+def study_warnings(directory: Path) -> list[str]:
+    """The `warnings` of every run manifest in a study's folder, each once, in file order."""
+    warnings: list[str] = []
+    for manifest in sorted(directory.glob("*.manifest.json")):
+        for warning in json.loads(manifest.read_text(encoding="utf-8")).get("warnings") or []:
+            if warning not in warnings:
+                warnings.append(warning)
+    return warnings
+
+
+def write_table(
+    directory: Path, name: str, frame: pd.DataFrame, note: str = "", shown: pd.DataFrame | None = None
+) -> str:
+    """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name.
+
+    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages).
+    """
+    text = markdown_table(frame if shown is None else shown) + (f"\n{note}\n" if note else "")
+    (directory / f"{name}.md").write_text(text, encoding="utf-8")
+    frame.to_csv(directory / f"{name}.csv", index=False)
+    return f"{name}.md"
+
+
+@dataclass(kw_only=True)
+class StudyResult:
+    """What every notebook's result carries once its write step ran: figures, folder, summary."""
+
+    figures: dict[str, Path] = field(default_factory=dict)
+    output_dir: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class ResultOfRuns(StudyResult):
+    """A study result computed from one run step's output (`raw`), which names the profile and model."""
+
+    raw: Any
+
+    @property
+    def profile(self) -> Profile:
+        return self.raw.profile
+
+    @property
+    def model(self) -> str:
+        return self.raw.model
