@@ -395,10 +395,10 @@ def test_transfer_evaluates_base_and_every_checkpoint(tiny_study, study_bars) ->
 
 def test_checkpoints_are_cached_under_their_adapter_content_not_their_run() -> None:
     # two arms that never diverged write bit-identical adapters: one evaluation serves both
-    same = transfer_study._checkpoint_model_name("base", "ab" * 32)
-    assert same == transfer_study._checkpoint_model_name("base", "ab" * 32)
-    assert same != transfer_study._checkpoint_model_name("base", "cd" + "ab" * 31)
-    assert same != transfer_study._checkpoint_model_name("other-base", "ab" * 32)
+    same = training_study.checkpoint_model_name("base", "ab" * 32)
+    assert same == training_study.checkpoint_model_name("base", "ab" * 32)
+    assert same != training_study.checkpoint_model_name("base", "cd" + "ab" * 31)
+    assert same != training_study.checkpoint_model_name("other-base", "ab" * 32)
 
 
 def test_transfer_refuses_a_checkpoint_whose_base_weights_differ(tiny_study, monkeypatch) -> None:

@@ -131,6 +131,31 @@ def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, 
     return warnings
 
 
+def run_totals(
+    rows: list[dict[str, Any]], trajectories: list[dict[str, Any]], judge_tallies: dict[str, int]
+) -> dict[str, Any]:
+    """Calls, tokens (all, and those paid for: not from the cache), failures and judge calls of one run."""
+    fresh = [turn for trajectory in trajectories for turn in trajectory["turns"] if not turn["cached"]]
+    return {
+        "questions": len(rows),
+        "calls": sum(row["n_calls"] for row in rows),
+        "cached_calls": sum(row["cached_calls"] for row in rows),
+        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
+        "completion_tokens": sum(row["completion_tokens"] for row in rows),
+        "uncached_prompt_tokens": sum(turn["prompt_tokens"] for turn in fresh),
+        "uncached_completion_tokens": sum(turn["completion_tokens"] for turn in fresh),
+        "model_latency_s": round(sum(row["latency_s"] for row in rows), 6),
+        "errors": sum(1 for row in rows if row["error"]),
+        "failed_questions": sum(1 for row in rows if row["failed"]),
+        "cut_calls": sum(row["cut_calls"] for row in rows),
+        "empty_replies": sum(row["empty_replies"] for row in rows),
+        "judge_calls": judge_tallies.get("judge_calls", 0),
+        "judge_cached_calls": judge_tallies.get("judge_cached_calls", 0),
+        "judge_prompt_tokens": judge_tallies.get("judge_prompt_tokens", 0),
+        "judge_completion_tokens": judge_tallies.get("judge_completion_tokens", 0),
+    }
+
+
 def build_manifest(
     config: dict[str, Any],
     model: ChatModel,
@@ -149,38 +174,10 @@ def build_manifest(
     `warnings` lists, in one line each, what a reader of the results must know: failed
     questions (retried on the next run) and replies cut at the token limit or empty.
     """
-    fresh_prompt = sum(
-        turn["prompt_tokens"]
-        for trajectory in trajectories
-        for turn in trajectory["turns"]
-        if not turn["cached"]
-    )
-    fresh_completion = sum(
-        turn["completion_tokens"]
-        for trajectory in trajectories
-        for turn in trajectory["turns"]
-        if not turn["cached"]
-    )
+    totals = run_totals(rows, trajectories, judge_tallies)
+    fresh_prompt, fresh_completion = totals["uncached_prompt_tokens"], totals["uncached_completion_tokens"]
     judge_model = getattr(judge, "model", None)
     judge_name = getattr(judge_model, "name", None)
-    totals = {
-        "questions": len(rows),
-        "calls": sum(row["n_calls"] for row in rows),
-        "cached_calls": sum(row["cached_calls"] for row in rows),
-        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
-        "completion_tokens": sum(row["completion_tokens"] for row in rows),
-        "uncached_prompt_tokens": fresh_prompt,
-        "uncached_completion_tokens": fresh_completion,
-        "model_latency_s": round(sum(row["latency_s"] for row in rows), 6),
-        "errors": sum(1 for row in rows if row["error"]),
-        "failed_questions": sum(1 for row in rows if row["failed"]),
-        "cut_calls": sum(row["cut_calls"] for row in rows),
-        "empty_replies": sum(row["empty_replies"] for row in rows),
-        "judge_calls": judge_tallies.get("judge_calls", 0),
-        "judge_cached_calls": judge_tallies.get("judge_cached_calls", 0),
-        "judge_prompt_tokens": judge_tallies.get("judge_prompt_tokens", 0),
-        "judge_completion_tokens": judge_tallies.get("judge_completion_tokens", 0),
-    }
     model_cost = estimate_cost_usd(model.name, fresh_prompt, fresh_completion)
     judge_cost = (
         estimate_cost_usd(judge_name, totals["judge_prompt_tokens"], totals["judge_completion_tokens"])

@@ -383,3 +383,21 @@ class CachedChatModel:
             return {**self.cache.stats(), **extra}
         except CacheCorruptError as error:
             return {"path": str(self.cache.path), "error": str(error), **extra}
+
+
+class RecordedRepliesOnly:
+    """Stands in for a model whose weights are not here: the cache answers, a miss is an error.
+
+    It carries the name and cache namespace the model had when its replies were recorded, so
+    `CachedChatModel` computes the same keys.
+    """
+
+    def __init__(self, name: str, cache_namespace: str) -> None:
+        self.name = name
+        self.cache_namespace = cache_namespace
+
+    async def achat(self, messages: list, **_: Any) -> Any:
+        raise ModelConfigError(
+            f"{self.name}: no recorded reply for this call and the model's weights are not in this "
+            "checkout; train and evaluate again with `python -m supersede_lib reproduce --live --only 06,07`"
+        )

@@ -26,11 +26,11 @@ import pandas as pd
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.run_files import REPO_ROOT
 from supersede_lib.eval.runner import RunSettings, run_condition
-from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly, ResponseCache
 from supersede_lib.studies import evidence, profiles
 from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER, StudyResult, record_summary
 from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError, TransferBlock
-from supersede_lib.studies.training import TrainedRun, model_label, planned_arms
+from supersede_lib.studies.training import TrainedRun, checkpoint_model_name, model_label, planned_arms
 from supersede_lib.train.run import resolve_base_model
 
 REAL_RECORDS_FOLDER = "real_records"  # git-ignored but for the manifests: real LongMemEval text
@@ -134,7 +134,6 @@ def _live_model(
 ) -> Any:
     """The base or a checkpoint with its weights; a checkpoint recorded earlier keeps its recorded name."""
     from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
-    from supersede_lib.studies.transfer import _checkpoint_model_name
 
     name = None
     if model.adapter is not None:
@@ -143,7 +142,7 @@ def _live_model(
         name = (
             recorded[0]
             if recorded and recorded[0].endswith(f"@{sha[:12]}")
-            else _checkpoint_model_name(Path(base_path).name, sha)
+            else checkpoint_model_name(Path(base_path).name, sha)
         )
     return HFChatModel(
         base_path,
@@ -156,7 +155,6 @@ def _live_model(
 
 def _replayed_model(folder: Path, model: SetModel) -> Any:
     """A model whose weights are not here: its recorded replies, under its recorded name and namespace."""
-    from supersede_lib.studies.transfer import RecordedRepliesOnly
 
     recorded = recorded_model(folder, model.label)
     if recorded is None:

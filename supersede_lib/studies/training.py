@@ -154,6 +154,15 @@ def run_label(curriculum: str, seed: int, reward: str = DEFAULT_REWARD) -> str:
     return f"{run_arm(curriculum, reward)}__seed-{seed}"
 
 
+def checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
+    """The name a checkpoint's replies are cached and reported under: `<base>+lora@<sha16>`.
+
+    Named by the adapter's content, not its run: a retrained adapter never reuses cached replies,
+    and bit-identical adapters (two arms that never diverged, a resumed run) share them.
+    """
+    return f"{base_name}+lora@{adapter_sha[:16]}"
+
+
 def model_label(config: TrainingConfig) -> str:
     """A readable name for the trained base model (file stem or hub id)."""
     base = resolve_base_model(config)

@@ -26,8 +26,7 @@ from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff
-from supersede_lib.models.cache import CachedChatModel
-from supersede_lib.models.chat import ModelConfigError
+from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly
 from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint, hf_cache_namespace
 from supersede_lib.studies import paper_results, profiles
 from supersede_lib.studies.common import (
@@ -48,6 +47,7 @@ from supersede_lib.studies.profiles import Profile, ProfileError, TransferBlock
 from supersede_lib.studies.training import (
     PAPER_MODEL,
     TrainedRun,
+    checkpoint_model_name,
     model_label,
     planned_arms,
     recorded_run,
@@ -142,24 +142,6 @@ def finished_runs(profile: Profile) -> list[TrainedRun]:
     return runs
 
 
-class RecordedRepliesOnly:
-    """Stands in for a model whose weights are not here: the cache answers, a miss is an error.
-
-    It carries the name and cache namespace the model had when its replies were recorded, so
-    `CachedChatModel` computes the same keys.
-    """
-
-    def __init__(self, name: str, cache_namespace: str) -> None:
-        self.name = name
-        self.cache_namespace = cache_namespace
-
-    async def achat(self, messages: list, **_: Any) -> Any:
-        raise ModelConfigError(
-            f"{self.name}: no recorded reply for this call and the model's weights are not in this "
-            "checkout; train and evaluate again with `python -m supersede_lib.reproduce --live --only 06,07`"
-        )
-
-
 def _recorded_transfer(directory: Path) -> dict[str, Any]:
     """The committed summary.json of 07: adapter hashes per checkpoint, base fingerprint and dtype."""
     path = directory / "summary.json"
@@ -168,12 +150,6 @@ def _recorded_transfer(directory: Path) -> dict[str, Any]:
             f"{path} is missing: 07 cannot replay recorded checkpoints without it; run 06 and 07 with --live"
         )
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _checkpoint_model_name(base_name: str, adapter_sha: str) -> str:
-    # named by the adapter's content, not its run: a retrained adapter never reuses cached replies,
-    # and bit-identical adapters (two arms that never diverged, a resumed run) share them
-    return f"{base_name}+lora@{adapter_sha[:16]}"
 
 
 def _evaluate(
@@ -419,7 +395,7 @@ def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> Tr
         for run in runs:
             for step, adapter in run.checkpoints:
                 sha = adapter_file_fingerprint(adapter)
-                name = _checkpoint_model_name(base_name, sha)
+                name = checkpoint_model_name(base_name, sha)
                 trained = HFChatModel(base_path, adapter_path=str(adapter), name=name)
                 if trained.base_fingerprint() != raw.base_fingerprint or trained.adapter_fingerprint is None:
                     raise AssertionError(
@@ -471,7 +447,7 @@ def _replay_checkpoints(
             run_name = f"{run.label}__step-{step}"
             if run_name not in adapters:
                 raise KeyError(f"{directory / 'summary.json'} records no adapter for {run_name}")
-            name = _checkpoint_model_name(base_name, adapters[run_name]["sha256"])
+            name = checkpoint_model_name(base_name, adapters[run_name]["sha256"])
             frame = _evaluate(replayed(name), episodes, directory, run_name, settings, progress)
             raw.add(run_name, frame, run.curriculum, run.seed, step, run.reward)
             raw.adapters[run_name] = adapters[run_name]
