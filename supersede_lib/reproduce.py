@@ -243,6 +243,20 @@ def default_mode(profile: str) -> str:
     return "replay" if committed.strip() else "run"
 
 
+RUN_RESULT_SUFFIXES = (".csv", ".trajectories.jsonl")
+
+
+def _not_copied_into_a_replay(directory: str, names: list[str]) -> set[str]:
+    """The response cache, checkpoints, and every model run's results (the `.csv` and `.trajectories.jsonl`
+    beside a `<run>.manifest.json`): a study that finds a run's results reads them back instead of
+    replaying it, so they are left out and the replay must make them again from the recorded replies
+    (the manifest stays: it names the model and cache namespace the replies were recorded under).
+    Inputs no replay can make (finished training runs, their metrics and rollouts) are copied."""
+    runs = {name.removesuffix(".manifest.json") for name in names if name.endswith(".manifest.json")}
+    dropped = {"cache", "training"}
+    return dropped | {run + suffix for run in runs for suffix in RUN_RESULT_SUFFIXES if run + suffix in names}
+
+
 def prepare_replay_tree(profile: str, replay_root: Path) -> Path:
     """A fresh scratch copy of outputs/<profile>/ under `replay_root` (inputs such as finished training
     runs are read from it); the replay rewrites its tables there, never in outputs/."""
@@ -251,7 +265,7 @@ def prepare_replay_tree(profile: str, replay_root: Path) -> Path:
         shutil.rmtree(target)
     source = profiles.OUTPUT_ROOT / profile
     if source.exists():
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns("cache", "training"))
+        shutil.copytree(source, target, ignore=_not_copied_into_a_replay)
     target.mkdir(parents=True, exist_ok=True)
     return replay_root
 

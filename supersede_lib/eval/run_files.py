@@ -77,8 +77,62 @@ def write_run_outputs(
     manifest = portable_paths(
         {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
     )
+    manifest = keep_live_run(paths["manifest"], manifest)
     paths["manifest"].write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
     return paths
+
+
+# what a live run measured about itself: kept under `live_run` when a replay rewrites its manifest
+LIVE_MANIFEST_KEYS = (
+    "git",
+    "started_at",
+    "finished_at",
+    "wall_s",
+    "cache",
+    "model_stats",
+    "concurrency",
+    "provenance",
+)
+LIVE_TOTALS = ("cached_calls", "uncached_prompt_tokens", "uncached_completion_tokens", "model_latency_s")
+
+
+def live_run_record(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What the live run behind a manifest measured about itself (its `live_run` once split off)."""
+    if "live_run" in manifest:
+        return manifest["live_run"]
+    live = {key: manifest[key] for key in LIVE_MANIFEST_KEYS if key in manifest}
+    totals = manifest.get("totals") or {}
+    live["totals"] = {key: totals[key] for key in LIVE_TOTALS if key in totals}
+    return live
+
+
+def live_measurements(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Wall time and calls found cached as the live run measured them (a replay's own are ~0 and all)."""
+    live = live_run_record(manifest)
+    return {
+        "wall_s": live.get("wall_s"),
+        "totals": {**(manifest.get("totals") or {}), **(live.get("totals") or {})},
+    }
+
+
+def _same_run(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return old.get("config") == new.get("config") and (old.get("episodes") or {}).get("episode_ids") == (
+        new.get("episodes") or {}
+    ).get("episode_ids")
+
+
+def keep_live_run(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A run that made no live call (a replay) never overwrites the live measurements of the same run:
+    the manifest already at `path` (same configuration, same questions) hands them on as `live_run`."""
+    if (manifest.get("provenance") or {}).get("live_calls", 1) or not path.exists():
+        return manifest
+    try:
+        existing = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return manifest
+    if not _same_run(existing, manifest):
+        return manifest
+    return {**manifest, "live_run": live_run_record(existing)}
 
 
 def read_trajectories(path: str | Path) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib.eval.run_files import live_measurements
 from supersede_lib.eval.stats import quarter_steps, success_trend
 from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
 from supersede_lib.train.config import CONFIG_FILE, METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
@@ -218,7 +219,7 @@ def engine_check_table(whole: Path, prefix: Path) -> pd.DataFrame:
             row[f"correct_{engine}"] = int(pair[f"verdict_{engine}"].eq("correct").sum())
             row[f"p_vs_base_{engine}"] = accuracy.get("p_exact") if accuracy is not None else None
             manifest = json.loads((folders[engine] / f"{label}.manifest.json").read_text())
-            row[f"wall_s_{engine}"] = manifest.get("wall_s")
+            row[f"wall_s_{engine}"] = live_measurements(manifest)["wall_s"]
         row["verdicts_agree"] = int((pair["verdict_whole"] == pair["verdict_prefix"]).sum())
         row["answers_identical"] = int((pair["answer_whole"] == pair["answer_prefix"]).sum())
         rows.append(row)
@@ -262,8 +263,8 @@ def _training_cost(runs_dir: Path, summary_path: Path) -> dict[str, Any]:
 
 
 def _evaluation_cost(folder: Path, manifest_path: Path, prefix_cache: bool) -> dict[str, Any]:
-    manifest = json.loads(manifest_path.read_text())
-    totals = manifest.get("totals") or {}
+    measured = live_measurements(json.loads(manifest_path.read_text()))  # the live run's, not a replay's
+    totals = measured["totals"]
     calls = int(totals.get("calls", 0))
     return {
         "part": "evaluate",
@@ -273,7 +274,7 @@ def _evaluation_cost(folder: Path, manifest_path: Path, prefix_cache: bool) -> d
         "steps": None,
         "calls": calls,
         "live_calls": calls - int(totals.get("cached_calls", 0)),
-        "minutes": round(float(manifest.get("wall_s") or 0.0) / 60, 1),
+        "minutes": round(float(measured["wall_s"] or 0.0) / 60, 1),
     }
 
 

@@ -18,40 +18,22 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib.eval.run_files import portable_path
+from supersede_lib.eval.run_files import live_run_record, portable_path
 from supersede_lib.studies.common import STUDY_SUMMARY_FILE
 from supersede_lib.studies.verify import LIVE_COLUMNS, Verdict
 
-# what a live run measured about itself: kept from the committed manifest when a replay rewrites it
-LIVE_MANIFEST_KEYS = (
-    "git",
-    "started_at",
-    "finished_at",
-    "wall_s",
-    "cache",
-    "model_stats",
-    "concurrency",
-    "provenance",
-)
-LIVE_TOTALS = ("cached_calls", "uncached_prompt_tokens", "uncached_completion_tokens", "model_latency_s")
 LIVE_TURN_FIELDS = ("latency_s", "cached", "made_by_commit")
 MANIFEST_SUFFIX = ".manifest.json"
 TRAJECTORIES_SUFFIX = ".trajectories.jsonl"
 
 
-def live_run_record(manifest: dict[str, Any]) -> dict[str, Any]:
-    """What the live run that made a manifest measured about itself (its `live_run`, once split off)."""
-    if "live_run" in manifest:
-        return manifest["live_run"]
-    live = {key: manifest[key] for key in LIVE_MANIFEST_KEYS if key in manifest}
-    totals = manifest.get("totals") or {}
-    live["totals"] = {key: totals[key] for key in LIVE_TOTALS if key in totals}
-    return live
-
-
 def merged_manifest(committed: dict[str, Any], replayed: dict[str, Any]) -> dict[str, Any]:
     """The replay's manifest (its commit, its verdicts) with the committed live run's measurements kept."""
-    return {**replayed, "live_run": live_run_record(committed), "regenerated_by_replay": True}
+    return {
+        **replayed,
+        "live_run": replayed.get("live_run") or live_run_record(committed),
+        "regenerated_by_replay": True,
+    }
 
 
 def carry_live_columns(committed: pd.DataFrame, replayed: pd.DataFrame) -> pd.DataFrame:

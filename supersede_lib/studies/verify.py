@@ -83,10 +83,6 @@ class Verdict:
                 f"  ({len(self.not_regenerated)} recorded files are read, not regenerated, by the replay: "
                 "training runs and recorded inputs)"
             )
-        if self.missing:
-            lines.append(
-                f"  new tables with no committed counterpart (not compared): {', '.join(self.missing)}"
-            )
         if not self.ok:
             lines.append(
                 "  If the change is intended, regenerate the record on purpose at a clean commit: "
