@@ -91,6 +91,8 @@ def test_every_committed_recorded_reply_names_its_commit_or_the_explicit_mark() 
 NOT_REGENERABLE = {
     "outputs/prompt_dev/": "prompt development on the development set (docs/prompts.md)",
     "outputs/offline/06_grpo_training/base_success/": "the base success rate behind the cpu_proof preset",
+    # replies on real LongMemEval records quote them and are never committed: nothing to replay
+    "outputs/cpu_proof/07_transfer_eval/real_records/": "the CPU proof's evaluations on real records",
 }
 
 
@@ -282,3 +284,14 @@ def test_a_replay_never_overwrites_the_live_measurements_of_the_same_run(tmp_pat
     assert "live_run" not in keep_live_run(path, other_questions)  # another run: nothing to hand on
     live_again = {**replay, "provenance": {"live_calls": 3}}
     assert "live_run" not in keep_live_run(path, live_again)  # a live run measures itself
+
+
+def test_record_leaves_a_manifest_the_replay_only_copied_in(tmp_path: Path) -> None:
+    committed = _tree(tmp_path / "committed")
+    dirty = json.dumps({"git": {"commit": "old", "dirty": True}, "wall_s": 7.2})
+    (committed / "02_isolation" / "real.manifest.json").write_text(dirty)
+    replay = _tree(tmp_path / "replay")
+    (replay / "02_isolation" / "real.manifest.json").write_text(dirty)  # copied in, never rewritten
+    started = time.time() + 5
+    adopted = record.adopt_replay(verify.compare_trees("p", committed, replay, started), replay, committed)
+    assert adopted == [] and (committed / "02_isolation" / "real.manifest.json").read_text() == dirty

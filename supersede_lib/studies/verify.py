@@ -50,6 +50,7 @@ class Verdict:
     differences: list[TableDifference] = field(default_factory=list)
     not_regenerated: list[str] = field(default_factory=list)  # recorded inputs the replay only reads
     missing: list[str] = field(default_factory=list)  # tables the code now writes that the record lacks
+    replay_started: float = 0.0  # a file in the replay tree older than this was copied in, not made
 
     @property
     def ok(self) -> bool:
@@ -201,7 +202,7 @@ def compare_trees(profile: str, committed_root: Path, replay_root: Path, replay_
     `replay_started` (a `time.time()`): a file in the replay tree older than it was copied in as a
     recorded input and not regenerated, so it proves nothing and is listed apart.
     """
-    verdict = Verdict(profile)
+    verdict = Verdict(profile, replay_started=replay_started)
     committed = set(compared_files(committed_root))
     for relative in compared_files(replay_root):
         replayed = replay_root / relative
