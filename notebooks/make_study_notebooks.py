@@ -86,6 +86,7 @@ from IPython.display import Image, Markdown, display
 
 from supersede_lib.studies import {study}
 from supersede_lib.studies.common import markdown_table, profile_banner
+from supersede_lib.studies.profiles import load_profile
 
 
 def show(frame, title=None):
@@ -100,6 +101,7 @@ def show_figure(path):
     display(Image(filename=str(path)))
 
 
+profile = load_profile(profile)  # the name papermill passed becomes the validated profile
 display(Markdown(profile_banner(profile)))"""
 
 

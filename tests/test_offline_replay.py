@@ -19,7 +19,7 @@ def test_offline_isolation_replays_from_the_committed_replies_without_a_model(
     monkeypatch.setattr(profiles, "_imported_recordings", set())
     monkeypatch.setenv("SUPERSEDE_MODEL_DIR", str(tmp_path / "no-models"))  # a live call would fail
     monkeypatch.delenv(profiles.LIVE_CALLS_ENV, raising=False)
-    result = isolation.run_isolation("offline", progress=False)
+    result = isolation.run_isolation(profiles.load_profile("offline"), progress=False)
 
     replayed = {(n["name"], n.get("model")): n["value"] for n in result.summary["numbers"]}
     committed = json.loads(COMMITTED_SUMMARY.read_text())

@@ -41,22 +41,22 @@ def output_root(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def isolation(output_root: Path, study_bars) -> isolation_study.IsolationResult:
-    return isolation_study.run_isolation("smoke", progress=False)
+    return isolation_study.run_isolation(profiles.load_profile("smoke"), progress=False)
 
 
 @pytest.fixture(scope="module")
 def frontier(output_root: Path, study_bars) -> frontier_study.FrontierResult:
-    return frontier_study.run_frontier("smoke", progress=False)
+    return frontier_study.run_frontier(profiles.load_profile("smoke"), progress=False)
 
 
 @pytest.fixture(scope="module")
 def scale(output_root: Path, study_bars) -> scale_study.ScaleResult:
-    return scale_study.run_scale("smoke", progress=False)
+    return scale_study.run_scale(profiles.load_profile("smoke"), progress=False)
 
 
 @pytest.fixture(scope="module")
 def environment(output_root: Path, study_bars) -> environment_study.EnvironmentValidationResult:
-    return environment_study.run_environment_validation("smoke", progress=False)
+    return environment_study.run_environment_validation(profiles.load_profile("smoke"), progress=False)
 
 
 def _summary(directory: Path) -> dict:
@@ -257,7 +257,7 @@ def test_saturation_check_runs_full_context_on_templated_episodes(
 def test_data_overview_statistics_and_generator_samples(output_root: Path) -> None:
     from supersede_lib.data import synthetic
 
-    overview = data_overview_study.data_overview("smoke")
+    overview = data_overview_study.data_overview(profiles.load_profile("smoke"))
     directory = overview.output_dir
     assert (directory / "statistics_summary.md").exists() and (directory / "generator_samples.json").exists()
     isolation_label = SMOKE.isolation.episodes.label
@@ -283,7 +283,7 @@ def test_data_overview_statistics_and_generator_samples(output_root: Path) -> No
 
 
 def test_latest_trajectories_reads_the_isolation_run(isolation: isolation_study.IsolationResult) -> None:
-    trajectories = data_overview_study.latest_trajectories("smoke")
+    trajectories = data_overview_study.latest_trajectories(profiles.load_profile("smoke"))
     assert trajectories is not None
     assert {trajectory["episode_id"] for trajectory in trajectories} == set(
         isolation.comparison.per_question["episode_id"]

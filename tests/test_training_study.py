@@ -418,7 +418,7 @@ def test_transfer_refuses_a_checkpoint_whose_base_weights_differ(tiny_study, mon
 def test_transfer_without_training_says_to_run_06_first(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     with pytest.raises(FileNotFoundError, match="run notebook 06"):
-        transfer_study.run_transfer("smoke", progress=False)
+        transfer_study.run_transfer(profiles.load_profile("smoke"), progress=False)
 
 
 def test_a_clone_without_run_folders_replays_06_and_07_from_the_committed_files(

@@ -59,9 +59,8 @@ def overview_specs(profile: Profile) -> dict[str, EpisodeSpec]:
     return specs
 
 
-def latest_trajectories(profile: str | Profile) -> list[dict[str, Any]] | None:
+def latest_trajectories(profile: Profile) -> list[dict[str, Any]] | None:
     """Notebook 02's bounded-memory trajectories for this profile, or None if 02 has not run."""
-    profile = profiles.as_profile(profile)
     directory = profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_ISOLATION
     paths = sorted(directory.glob("bounded_memory__*.trajectories.jsonl"))
     return read_trajectories(paths[0]) if paths else None
@@ -107,9 +106,8 @@ def _statistics_numbers(profile: Profile, statistics: dict[str, pd.DataFrame]) -
     return numbers
 
 
-def data_overview(profile: str | Profile, *, samples_seed: int = 0) -> DataOverview:
+def data_overview(profile: Profile, *, samples_seed: int = 0) -> DataOverview:
     """Statistics of the episodes each study uses, plus one generator sample per difficulty preset."""
-    profile = profiles.as_profile(profile)
     directory = profiles.output_dir(profile, NOTEBOOK_DATA)
     specs = overview_specs(profile)
     statistics: dict[str, pd.DataFrame] = {}

@@ -235,13 +235,12 @@ def evaluate_environment(
     return frame, endpoint.stats
 
 
-def run_environment_conditions(profile: str | Profile, *, progress: bool = True) -> EnvironmentRuns:
+def run_environment_conditions(profile: Profile, *, progress: bool = True) -> EnvironmentRuns:
     """The runner, then the environment on the same questions, then full context on saturation episodes.
 
     The runner goes first: the environment's requests then replay from the cache exactly when the
     environment sends the prompts the runner sent.
     """
-    profile = profiles.as_profile(profile)
     block: EnvironmentBlock = profile.require("environment")
     saturation_block: SaturationBlock = profile.require("saturation")
     directory = profiles.output_dir(profile, NOTEBOOK_ENVIRONMENT)
@@ -432,9 +431,7 @@ def write_environment(
     return record_summary(result, directory, NOTEBOOK_ENVIRONMENT, numbers, tables, config, extra)
 
 
-def run_environment_validation(
-    profile: str | Profile, *, progress: bool = True
-) -> EnvironmentValidationResult:
+def run_environment_validation(profile: Profile, *, progress: bool = True) -> EnvironmentValidationResult:
     """Paper §5.2 'environment validation' and §4's saturation check, on the profile's model.
 
     1. `SupersedeEnv.evaluate` on every question of `environment.episodes`: every rollout must

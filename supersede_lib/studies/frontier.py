@@ -115,9 +115,8 @@ def frontier_table(comparisons: list[ConditionComparison], ours_header: str) -> 
     return pd.DataFrame(rows, columns=columns)
 
 
-def run_frontier_models(profile: str | Profile, *, progress: bool = True) -> list[ConditionComparison]:
+def run_frontier_models(profile: Profile, *, progress: bool = True) -> list[ConditionComparison]:
     """Both conditions for every model in `frontier.models`, on the same questions, one model at a time."""
-    profile = profiles.as_profile(profile)
     block: FrontierBlock = profile.require("frontier")
     directory = profiles.output_dir(profile, NOTEBOOK_FRONTIER)
     episodes = load_episodes(block.episodes)
@@ -146,9 +145,8 @@ def run_frontier_models(profile: str | Profile, *, progress: bool = True) -> lis
     return comparisons
 
 
-def analyse_frontier(profile: str | Profile, comparisons: list[ConditionComparison]) -> FrontierResult:
+def analyse_frontier(profile: Profile, comparisons: list[ConditionComparison]) -> FrontierResult:
     """Table 1 across models (paper and ours apart), accuracy per model and condition, failure classes."""
-    profile = profiles.as_profile(profile)
     data = profile.require("frontier").episodes.label
     n, grader = comparisons[0].n, comparisons[0].grader
     failures = combine_failures([comparison.failures for comparison in comparisons])
@@ -202,7 +200,6 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
     return record_summary(result, directory, NOTEBOOK_FRONTIER, numbers, tables, config)
 
 
-def run_frontier(profile: str | Profile, *, progress: bool = True) -> FrontierResult:
+def run_frontier(profile: Profile, *, progress: bool = True) -> FrontierResult:
     """Paper Table 1 / Figure 2 over the profile's `frontier.models` on the same questions."""
-    profile = profiles.as_profile(profile)
     return write_frontier(analyse_frontier(profile, run_frontier_models(profile, progress=progress)))

@@ -82,9 +82,8 @@ def isolation_table(
     return pd.DataFrame(rows, columns=["measure", paper_header, ours_header]).astype(str)
 
 
-def run_isolation_conditions(profile: str | Profile, *, progress: bool = True) -> common.ConditionComparison:
+def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> common.ConditionComparison:
     """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder)."""
-    profile = profiles.as_profile(profile)
     block: IsolationBlock = profile.require("isolation")
     episodes = load_episodes(block.episodes)
     total = len(episodes) * len(CONDITIONS)
@@ -103,9 +102,8 @@ def run_isolation_conditions(profile: str | Profile, *, progress: bool = True) -
         )
 
 
-def analyse_isolation(profile: str | Profile, comparison: common.ConditionComparison) -> IsolationResult:
+def analyse_isolation(profile: Profile, comparison: common.ConditionComparison) -> IsolationResult:
     """Table 1 for the profile's model beside the paper's, failure classes, and telling examples."""
-    profile = profiles.as_profile(profile)
     data = profile.require("isolation").episodes.label
     ours_header = common.ours_label(comparison.model, data, profile.name, comparison.n)
     paper_row = paper_results.TABLE1_ISOLATION[0]
@@ -172,8 +170,7 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
     return common.record_summary(result, directory, common.NOTEBOOK_ISOLATION, numbers, tables, config, extra)
 
 
-def run_isolation(profile: str | Profile, *, progress: bool = True) -> IsolationResult:
+def run_isolation(profile: Profile, *, progress: bool = True) -> IsolationResult:
     """Paper §5.1 on the profile's model: full context vs bounded memory, paired McNemar, failures."""
-    profile = profiles.as_profile(profile)
     comparison = run_isolation_conditions(profile, progress=progress)
     return write_isolation(analyse_isolation(profile, comparison))

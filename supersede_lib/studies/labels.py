@@ -25,9 +25,8 @@ NOTEBOOK_TRANSFER = "07_transfer_eval"
 MATCHER = "programmatic matcher"  # the grader named when no LLM judge is set
 
 
-def profile_banner(profile: str | Profile) -> str:
+def profile_banner(profile: Profile) -> str:
     """A Markdown paragraph naming the profile, its data, models and where results go."""
-    profile = profiles.as_profile(profile)
     judge = profile.judge
     return (
         f"**Profile `{profile.name}`** — {profile.description}  \n"

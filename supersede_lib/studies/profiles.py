@@ -390,11 +390,6 @@ def load_profile(
     return validate_profile(_deep_merge(data, overrides or {}), source)
 
 
-def as_profile(profile: str | os.PathLike | Profile) -> Profile:
-    """A loaded profile as is; a name or path loaded."""
-    return profile if isinstance(profile, Profile) else load_profile(profile)
-
-
 def _deep_merge(base: dict, overrides: dict) -> dict:
     merged = copy.deepcopy(base)
     for key, value in overrides.items():

@@ -80,9 +80,8 @@ class ScaleResult(ResultOfRuns):
         return self.profile.require("scale").long.label
 
 
-def run_scale_conditions(profile: str | Profile, *, progress: bool = True) -> ScaleRuns:
+def run_scale_conditions(profile: Profile, *, progress: bool = True) -> ScaleRuns:
     """Short at B, long at B, long at `chars_per_session` per session (run files in 04's folder)."""
-    profile = profiles.as_profile(profile)
     block: ScaleBlock = profile.require("scale")
     directory = profiles.output_dir(profile, NOTEBOOK_SCALE)
     model = profiles.model_for(profile.model, profile)
@@ -326,6 +325,6 @@ def write_scale(result: ScaleResult, directory: Path | None = None) -> ScaleResu
     return record_summary(result, directory, NOTEBOOK_SCALE, numbers, tables, config, extra)
 
 
-def run_scale(profile: str | Profile, *, progress: bool = True) -> ScaleResult:
+def run_scale(profile: Profile, *, progress: bool = True) -> ScaleResult:
     """Paper §5.2: short vs long history at fixed B, and long history with B = chars_per_session x sessions."""
     return write_scale(analyse_scale(run_scale_conditions(profile, progress=progress)))

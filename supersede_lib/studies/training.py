@@ -359,7 +359,7 @@ def recorded_run(
 
 
 def train_runs(
-    profile: str | Profile,
+    profile: Profile,
     *,
     seeds: Sequence[int] | None = None,
     curricula: Sequence[str] | None = None,
@@ -372,7 +372,6 @@ def train_runs(
     than the block's. Under a data-parallel launch (`python -m supersede_lib.train`) every process
     calls this and trains the same runs together.
     """
-    profile = profiles.as_profile(profile)
     runs = []
     for arm in planned_arms(profile, curricula=curricula, rewards=rewards):
         for seed in seeds if seeds is not None else arm.seeds:
@@ -389,9 +388,8 @@ def train_runs(
     return runs
 
 
-def analyse_training(profile: str | Profile, runs: Sequence[TrainedRun]) -> TrainingStudyResult:
+def analyse_training(profile: Profile, runs: Sequence[TrainedRun]) -> TrainingStudyResult:
     """Per-step metrics of every run, one row per run, and the paper's training facts beside ours."""
-    profile = profiles.as_profile(profile)
     frames = [
         load_metrics(run.result.metrics_path).assign(
             curriculum=run.curriculum, reward_type=run.reward, seed=run.seed, run=run.label
@@ -500,13 +498,12 @@ def write_training(result: TrainingStudyResult, directory: Path | None = None) -
     return record_summary(result, directory, NOTEBOOK_TRAINING, numbers, tables, config, extra)
 
 
-def run_training(profile: str | Profile, *, seeds: Sequence[int] | None = None) -> TrainingStudyResult:
+def run_training(profile: Profile, *, seeds: Sequence[int] | None = None) -> TrainingStudyResult:
     """Paper §5.3 training: one GRPO run per (reward, curriculum, seed); resumes, never retrains.
 
     An interrupted run continues from its last checkpoint when called again; a finished run is read
     back. Results land in outputs/<profile>/06_grpo_training/.
     """
-    profile = profiles.as_profile(profile)
     return write_training(analyse_training(profile, train_runs(profile, seeds=seeds)))
 
 

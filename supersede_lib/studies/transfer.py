@@ -348,13 +348,12 @@ def paper_table3() -> pd.DataFrame:
     )
 
 
-def evaluate_checkpoints(profile: str | Profile, *, progress: bool = True) -> TransferRuns:
+def evaluate_checkpoints(profile: Profile, *, progress: bool = True) -> TransferRuns:
     """The base model and every checkpoint of 06's runs, bounded memory, on `transfer.episodes`.
 
     Base and checkpoints load the same base weights; each checkpoint is asserted to differ from the
     base only by its adapter (hash of every non-LoRA tensor, hash of the adapter file).
     """
-    profile = profiles.as_profile(profile)
     block: TransferBlock = profile.require("transfer")
     if block.episodes is None:
         raise ProfileError(f"{profile.source}: transfer.episodes: missing (Table 3 needs it)")
@@ -568,7 +567,7 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
     return record_summary(result, directory, NOTEBOOK_TRANSFER, numbers, tables, config, extra)
 
 
-def run_transfer(profile: str | Profile, *, progress: bool = True) -> TransferResult | EvaluationSetsResult:
+def run_transfer(profile: Profile, *, progress: bool = True) -> TransferResult | EvaluationSetsResult:
     """Paper Table 3 / Figure 4b: base vs every checkpoint, bounded memory, matcher, held-out data.
 
     A profile that lists named evaluation sets (`transfer.evaluations`, e.g. the CPU proof's held-out,
@@ -577,7 +576,6 @@ def run_transfer(profile: str | Profile, *, progress: bool = True) -> TransferRe
     """
     from supersede_lib.studies import evaluation_sets  # it builds on this module's replay helpers
 
-    profile = profiles.as_profile(profile)
     block: TransferBlock = profile.require("transfer")
     result = None
     if block.episodes is not None:
