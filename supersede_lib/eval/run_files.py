@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.eval.provenance import REPO_ROOT, git_state
+from supersede_lib.eval.provenance import REPO_ROOT, config_sha256, git_state
 from supersede_lib.models.chat import ChatModel, one_line
 from supersede_lib.models.openai_api import estimate_cost_usd
 
@@ -241,6 +241,7 @@ def build_manifest(
     completed = [row for row in rows if not row["failed"]]
     return {
         "config": config,
+        "config_sha256": config_sha256(config),
         "condition": config["condition"],
         "model": {"name": model.name, "class": type(model).__name__},
         "judge": {"name": judge_name, "class": type(judge_model).__name__} if judge is not None else None,

@@ -175,7 +175,7 @@ def instrument_section(output_root: Path) -> str:
         "## The instrument: the matcher against human labels",
         "",
         f"{len(graded)} real model answers labelled correct / stale / ambiguous / wrong by careful reading "
-        "(`tests/fixtures/matcher_labels/`). Rows: the programmatic matcher's verdict; columns: the human label. "
+        "(`supersede_lib/eval/labels/`). Rows: the programmatic matcher's verdict; columns: the human label. "
         f"Agreement {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}.",
         "",
         markdown_table(matcher.matrix.reset_index()),

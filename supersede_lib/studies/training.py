@@ -4,7 +4,7 @@
 the profile's `training:` block, through `supersede_lib.train`; an interrupted run resumes, a finished
 one is read back) → `analyse_training` (per-step metrics, one row per run, the paper's facts beside
 ours) → `write_training` (copied run files, tables, Figure 4a, summary.json).
-`python -m supersede_lib.train --profile P` runs `train_runs` from a shell, data-parallel under
+`python -m supersede_lib train --profile P` runs `train_runs` from a shell, data-parallel under
 `accelerate launch`; 06 then reads the finished runs back.
 
 Run directories (adapters, optimiser state) live under `outputs/<profile>/06_grpo_training/runs/`,
@@ -369,7 +369,7 @@ def train_runs(
 
     A run with no folder here is read back from its committed copies (`recorded_run`) unless
     live calls are forced (`reproduce --live`). `seeds`, `curricula` and `rewards` pick other runs
-    than the block's. Under a data-parallel launch (`python -m supersede_lib.train`) every process
+    than the block's. Under a data-parallel launch (`python -m supersede_lib train`) every process
     calls this and trains the same runs together.
     """
     runs = []
