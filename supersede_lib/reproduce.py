@@ -23,6 +23,7 @@ from pathlib import Path
 
 from supersede_lib.eval.provenance import ALLOW_DIRTY_ENV, DirtyCheckoutError, check_clean_for_results
 from supersede_lib.eval.run_files import PORTABLE_ROOTS
+from supersede_lib.models.chat import redact_credentials
 from supersede_lib.studies import profiles, record, report, verify
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
@@ -125,7 +126,7 @@ def execute_notebook(notebook: Path, profile: str, output: Path, *, kernel_name:
 
 def strip_machine_paths(path: Path) -> None:
     """Executed copies get committed: the checkout's and home's absolute paths become relative / `~/`."""
-    text = path.read_text(encoding="utf-8")
+    text = redact_credentials(path.read_text(encoding="utf-8"))  # and no key or URL credential
     for root, shown in PORTABLE_ROOTS:
         text = text.replace(f"{root}/", shown).replace(str(root), shown.rstrip("/") or ".")
     path.write_text(text, encoding="utf-8")

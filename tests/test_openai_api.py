@@ -277,15 +277,14 @@ def test_a_server_lost_mid_run_fails_the_call_not_the_configuration():
     assert not isinstance(raised.value, ModelConfigError)
 
 
-def test_credentials_in_the_url_are_redacted_everywhere():
-    sleep = RecordedSleep()
+def test_credentials_in_the_url_are_refused_and_never_echoed():
+    """httpx would send user:password@ as Basic auth instead of the key: refused when the model is built."""
     base_url = f"http://alice:s3cret-pass@127.0.0.1:{_free_port()}/v1"
-    model = OpenAIChatModel("fake-model", base_url=base_url, max_retries=1, sleep=sleep, timeout_s=5)
     with pytest.raises(ModelConfigError) as raised:
-        asyncio.run(model.achat(MESSAGES))
+        OpenAIChatModel("fake-model", base_url=base_url, max_retries=1, timeout_s=5)
     message = str(raised.value)
     assert "s3cret-pass" not in message and "alice" not in message and "http://***@127.0.0.1" in message
-    assert "s3cret-pass" not in str(model.stats()) and "s3cret-pass" not in model.endpoint
+    assert "Bearer" in message
 
 
 def test_each_429_is_reported_to_the_installed_adaptive_limit():

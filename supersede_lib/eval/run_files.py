@@ -22,7 +22,7 @@ import pandas as pd
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.provenance import REPO_ROOT, config_sha256, git_state
-from supersede_lib.models.chat import ChatModel, one_line
+from supersede_lib.models.chat import ChatModel, one_line, redact_credentials, redact_json
 from supersede_lib.models.openai_api import estimate_cost_usd
 
 # how committed results show a local path: relative to the checkout, or under ~/
@@ -70,12 +70,14 @@ def write_run_outputs(
         "trajectories": output_dir / f"{run_name}.trajectories.jsonl",
         "manifest": output_dir / f"{run_name}.manifest.json",
     }
-    frame.to_csv(paths["csv"], index=False)
+    redacted_frame(frame).to_csv(paths["csv"], index=False)
     with paths["trajectories"].open("w", encoding="utf-8") as handle:
         for trajectory in trajectories:
-            handle.write(json.dumps(trajectory, ensure_ascii=False) + "\n")
+            handle.write(json.dumps(redact_json(trajectory), ensure_ascii=False) + "\n")
     manifest = portable_paths(
-        {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
+        redact_json(
+            {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
+        )
     )
     manifest = keep_live_run(paths["manifest"], manifest)
     paths["manifest"].write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
@@ -133,6 +135,19 @@ def keep_live_run(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     if not _same_run(existing, manifest):
         return manifest
     return {**manifest, "live_run": live_run_record(existing)}
+
+
+def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every text cell redacted of URL credentials and API keys (error columns echo them)."""
+    text_columns = [column for column in frame.columns if frame[column].dtype == object]
+    if not text_columns:
+        return frame
+    redacted = frame.copy()
+    for column in text_columns:
+        redacted[column] = [
+            redact_credentials(value) if isinstance(value, str) else value for value in redacted[column]
+        ]
+    return redacted
 
 
 def read_trajectories(path: str | Path) -> list[dict[str, Any]]:

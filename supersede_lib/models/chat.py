@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from supersede_lib.agent.messages import Message  # defined in the agent core; re-exported here
 
@@ -95,9 +95,44 @@ def clean_model_text(text: str | None) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+# secret values in use in this process (API keys as read): redacted from anything written or shown
+_SECRETS: set[str] = set()
+MIN_SECRET_CHARS = 8  # shorter values (placeholders such as "local") would redact ordinary words
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret (an API key as read from the environment) so `redact_credentials` hides it."""
+    if value and len(value.strip()) >= MIN_SECRET_CHARS:
+        _SECRETS.add(value.strip())
+
+
+def has_url_credentials(url: str | None) -> bool:
+    """Whether a URL carries `user:password@` (httpx would send them as Basic auth, not the key)."""
+    return bool(url) and bool(_URL_CREDENTIALS.search(url))
+
+
 def redact_credentials(text: str) -> str:
-    """`text` with the user:password part of every URL replaced by `***`."""
-    return _URL_CREDENTIALS.sub("***@", text)
+    """`text` with the user:password part of every URL, and every registered secret, replaced by `***`.
+
+    Servers echo keys in error bodies ("Incorrect API key provided: sk-..."): whatever a run stores
+    (CSV error column, trajectories, manifests, summaries, executed notebooks) passes through here.
+    """
+    text = _URL_CREDENTIALS.sub("***@", text)
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def redact_json(value: Any) -> Any:
+    """A JSON-like value with every string passed through `redact_credentials`."""
+    if isinstance(value, str):
+        return redact_credentials(value)
+    if isinstance(value, dict):
+        return {key: redact_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(item) for item in value]
+    return value
 
 
 def one_line(text: object, limit: int = 300) -> str:

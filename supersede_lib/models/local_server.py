@@ -16,7 +16,9 @@ a 429 with a `Retry-After` header; `("sleep", seconds)` wait before answering (c
 without `choices`; `("empty_choices", None)` a 200 with `choices: []`; `("close", None)` drop the
 connection without answering; `("null_content", finish_reason)` a 200 whose message content is
 null (finish_reason "length" is how a reasoning model that spent its budget answers);
-`("cut", n)` the responder's reply cut to its first n characters with finish_reason "length".
+`("cut", n)` the responder's reply cut to its first n characters with finish_reason "length";
+`("echo_key", status)` an error with that status whose message quotes the request's API key, as
+some servers do ("Incorrect API key provided: sk-..."): what a run stores must never hold it.
 
 A responder can also fail one request on its own terms, e.g. every request of one question:
 `raise ScriptedFailure(("status", 429))` (any kind but "sleep" and "cut").
@@ -54,6 +56,7 @@ FAILURE_KINDS = (
     "close",
     "null_content",
     "cut",
+    "echo_key",
 )
 _IMMEDIATE_KINDS = frozenset(FAILURE_KINDS) - {"sleep", "cut"}
 _CLIENT_GONE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -128,7 +131,7 @@ def _validate_failures(failures: Iterable[FailureAction]) -> list[FailureAction]
                 f"failures[{index}] = {action!r}: expected (kind, value) with kind in {', '.join(FAILURE_KINDS)}"
             )
         kind, value = action
-        if kind == "status" and not (isinstance(value, int) and 400 <= value <= 599):
+        if kind in ("status", "echo_key") and not (isinstance(value, int) and 400 <= value <= 599):
             raise ValueError(f"failures[{index}] = {action!r}: status must be an HTTP error code 400-599")
         if kind in ("sleep", "retry_after") and not (isinstance(value, int | float) and value >= 0):
             raise ValueError(f"failures[{index}] = {action!r}: {kind} needs a number of seconds >= 0")
@@ -373,6 +376,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer with one of the immediate failure actions (see the module docstring)."""
         if kind == "status":
             self._send_json(value, _error_body(value, f"scripted failure {value}"))
+        elif kind == "echo_key":
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            self._send_json(value, _error_body(value, f"Incorrect API key provided: {key}"))
         elif kind == "retry_after":
             self._send_json(429, _error_body(429, "scripted rate limit"), {"Retry-After": str(value)})
         elif kind == "malformed":

@@ -29,8 +29,10 @@ from supersede_lib.models.chat import (
     ModelConfigError,
     ModelError,
     RequestRejectedError,
+    has_url_credentials,
     one_line,
     redact_credentials,
+    register_secret,
 )
 from supersede_lib.models.rate_limit import report_rate_limited, report_success
 
@@ -143,6 +145,12 @@ class OpenAIChatModel:
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if has_url_credentials(base_url):
+            raise ModelConfigError(
+                f"base_url {redact_credentials(base_url or '')} carries credentials (user:password@): they would be "
+                f"sent as Basic auth instead of the API key. Remove them and put the key in {api_key_env} "
+                "(it is always sent as 'Authorization: Bearer <key>')"
+            )
         self.model = model
         self.name = name or model
         self.base_url = base_url
@@ -191,6 +199,7 @@ class OpenAIChatModel:
     def _read_api_key(self) -> str:
         key = os.environ.get(self.api_key_env, "").strip()
         if key:
+            register_secret(key)  # never written: every stored text is redacted of it
             return key
         if is_local_url(self.base_url):
             return LOCAL_PLACEHOLDER_KEY

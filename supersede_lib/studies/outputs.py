@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from supersede_lib.eval.provenance import git_state
 from supersede_lib.eval.run_files import portable_paths
+from supersede_lib.models.chat import redact_json
 from supersede_lib.studies.profiles import Profile
 
 STUDY_SUMMARY_FILE = "summary.json"
@@ -82,7 +83,7 @@ def write_summary(
         **(extra or {}),
     }
     (directory / STUDY_SUMMARY_FILE).write_text(
-        json.dumps(portable_paths(_jsonable(summary)), indent=2) + "\n", encoding="utf-8"
+        json.dumps(portable_paths(redact_json(_jsonable(summary))), indent=2) + "\n", encoding="utf-8"
     )
     return summary
 

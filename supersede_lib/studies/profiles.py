@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
 from supersede_lib.agent.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
@@ -33,7 +35,7 @@ from supersede_lib.data.episodes import EpisodeSpec
 from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
-from supersede_lib.models.chat import ChatModel
+from supersede_lib.models.chat import ChatModel, has_url_credentials
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import make_chat_model
@@ -45,7 +47,21 @@ PROFILES = ("smoke", "offline", "local", "paper", "colab", "cpu_proof")
 
 Count = Annotated[int, Strict(), Field(ge=1)]
 Seed = Annotated[int, Strict(), Field(ge=0)]
-ModelSpec = dict[str, Any]  # checked by models.spec.make_chat_model when the model is built
+
+
+def _no_url_credentials(spec: dict[str, Any]) -> dict[str, Any]:
+    """A model spec's base_url may not carry user:password@ (sent as Basic auth, and written to disk)."""
+    if has_url_credentials(str(spec.get("base_url") or "")):
+        raise PydanticCustomError(
+            "url_credentials",
+            "base_url carries credentials (user:password@): remove them and put the key in the "
+            "environment variable named by api_key_env (sent as a Bearer token, never written)",
+        )
+    return spec
+
+
+# checked for credentials here, and key by key by models.spec.make_chat_model when the model is built
+ModelSpec = Annotated[dict[str, Any], AfterValidator(_no_url_credentials)]
 
 LIVE_CALLS_ENV = "SUPERSEDE_LIVE_CALLS"
 
@@ -324,6 +340,8 @@ def _key_path(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
 
 def _describe(error: dict[str, Any], owner: type[BaseModel]) -> str:
     kind, context, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "url_credentials":
+        return str(error["msg"])  # never echo the value: it holds the credentials
     if kind == "extra_forbidden":
         return f"unknown key (allowed: {', '.join(_allowed_keys(owner))})"
     if kind == "missing":

@@ -1,0 +1,111 @@
+"""No secret is ever written: API keys and URL credentials stay out of every file a run leaves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_episode
+
+from supersede_lib.eval.runner import RunSettings, run_condition
+from supersede_lib.models.chat import ModelConfigError, redact_credentials, register_secret
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel
+from supersede_lib.reproduce import strip_machine_paths
+from supersede_lib.studies import profiles
+from supersede_lib.studies.outputs import write_summary
+
+PLANTED_KEY = "sk-planted-SECRET-0123456789abcdef"
+PLANTED_PASSWORD = "hunter2-planted-password"
+KEY_ENV = "SUPERSEDE_TEST_PLANTED_KEY"
+
+
+def _files_holding(root: Path, secret: str) -> list[str]:
+    return [
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and secret in path.read_bytes().decode("utf-8", errors="replace")
+    ]
+
+
+def test_credentials_in_a_base_url_are_refused_without_echoing_them() -> None:
+    with pytest.raises(ModelConfigError, match="Bearer") as caught:
+        OpenAIChatModel("m", base_url=f"http://user:{PLANTED_PASSWORD}@127.0.0.1:9/v1", api_key_env=KEY_ENV)
+    assert PLANTED_PASSWORD not in str(caught.value)
+
+
+def test_a_profile_with_credentials_in_a_base_url_is_refused_naming_file_and_key() -> None:
+    data = {
+        "name": "x",
+        "model": {"backend": "fake"},
+        "frontier": {
+            "episodes": {"source": "synthetic", "n": 2},
+            "models": [{"backend": "openai", "base_url": f"https://me:{PLANTED_PASSWORD}@api.example/v1"}],
+        },
+    }
+    with pytest.raises(profiles.ProfileError) as caught:
+        profiles.validate_profile(data, "configs/x.yaml")
+    message = str(caught.value)
+    assert message.startswith("configs/x.yaml: frontier.models[0]: base_url carries credentials")
+    assert PLANTED_PASSWORD not in message
+
+
+def test_the_key_is_sent_as_a_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    with LocalOpenAIServer(api_key=PLANTED_KEY) as server:  # answers 401 unless "Bearer <key>"
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, api_key_env=KEY_ENV)
+        result = run_condition([make_episode("e0")], "full_context", model, RunSettings(), progress=False)
+    assert result.frame["error"].isna().all() or not result.frame["error"].astype(str).str.strip().any()
+
+
+def test_a_key_echoed_by_the_server_is_in_no_file_the_run_leaves(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The server quotes the key in its error body (as OpenAI does for a wrong key); the failed
+    question's error reaches the CSV, trajectories, manifest and summary, redacted."""
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    with LocalOpenAIServer(failures=[("echo_key", 400)]) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, api_key_env=KEY_ENV)
+        result = run_condition(
+            [make_episode("e0"), make_episode("e1")],
+            "full_context",
+            model,
+            RunSettings(concurrency=1),
+            output_dir=tmp_path,
+            run_name="swept",
+            progress=False,
+        )
+        profile = profiles.validate_profile({"name": "swept", "model": {"backend": "fake"}}, "<test>")
+        config = {
+            "model": {"base_url": server.base_url, "api_key_env": KEY_ENV},
+            "error": result.frame["error"][0],
+        }
+        write_summary(
+            tmp_path,
+            profile,
+            "02_isolation",
+            model="m",
+            data="d",
+            numbers=[],
+            tables=[],
+            figures=[],
+            config=config,
+        )
+    errors = [str(error) for error in result.frame["error"] if isinstance(error, str) and error]
+    assert errors and "Incorrect API key provided: ***" in (tmp_path / "swept.csv").read_text()
+    assert _files_holding(tmp_path, PLANTED_KEY) == []
+
+
+def test_an_executed_notebook_is_stripped_of_keys(tmp_path: Path) -> None:
+    register_secret(PLANTED_KEY)
+    notebook = tmp_path / "02.ipynb"
+    notebook.write_text(
+        f'{{"text": "401: Incorrect API key provided: {PLANTED_KEY} at http://u:{PLANTED_PASSWORD}@h/v1"}}'
+    )
+    strip_machine_paths(notebook)
+    assert _files_holding(tmp_path, PLANTED_KEY) == [] and _files_holding(tmp_path, PLANTED_PASSWORD) == []
+
+
+def test_short_placeholders_are_not_treated_as_secrets() -> None:
+    register_secret("EMPTY")  # a local server's placeholder key must not blank the word everywhere
+    assert redact_credentials("EMPTY notes") == "EMPTY notes"
