@@ -22,7 +22,7 @@ from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
-from supersede_lib.studies.labels import MATCHER, headline_number
+from supersede_lib.studies.labels import MATCHER, headline_number, percent
 from supersede_lib.studies.outputs import write_table
 
 
@@ -40,12 +40,15 @@ def correct_column(frame: pd.DataFrame, use_judge: bool) -> pd.Series:
     return frame["verdict"] == "correct"
 
 
-def accuracy_row(model: str, condition: str, correct: Sequence[bool], grader: str) -> dict[str, Any]:
-    """Accuracy with a 95% Wilson interval, as one tidy row."""
+def accuracy_row(
+    model: str, condition: str, correct: Sequence[bool], grader: str, failed: int | None = None
+) -> dict[str, Any]:
+    """Accuracy with a 95% Wilson interval, as one tidy row; `failed`: questions whose run failed
+    (scored wrong), kept beside the accuracy so a table can say a failure is not a result."""
     n = len(correct)
     successes = int(sum(bool(value) for value in correct))
     low, high = wilson_interval(successes, n)
-    return {
+    row = {
         "model": model,
         "condition": condition,
         "n": n,
@@ -55,6 +58,29 @@ def accuracy_row(model: str, condition: str, correct: Sequence[bool], grader: st
         "ci_high": high,
         "grader": grader,
     }
+    if failed is not None:
+        row["failed"] = int(failed)
+    return row
+
+
+def all_failed(row: Any) -> bool:
+    """Whether every question of an accuracy row failed: then there is no result, only a failure."""
+    failed = int(row.get("failed", 0) or 0)
+    return failed > 0 and failed == int(row["n"])
+
+
+def accuracy_cell(row: Any, *, interval: bool = True) -> str:
+    """An accuracy as a table shows it: `62.5% [48.1%, 75.0%]`; `failed 60/60` when no question ran;
+    a partial failure named after the number (`(3 of 60 failed, scored wrong)`)."""
+    n, failed = int(row["n"]), int(row.get("failed", 0) or 0)
+    if all_failed(row):
+        return f"failed {failed}/{n}"
+    text = percent(row["accuracy"])
+    if interval:
+        text += f" [{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
+    if failed:
+        text += f" ({failed} of {n} failed, scored wrong)"
+    return text
 
 
 def mcnemar_dict(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict[str, Any]:
@@ -113,7 +139,13 @@ def pair_conditions(
     assert paired is not None
     accuracy = pd.DataFrame(
         [
-            accuracy_row(model_name, condition, paired[f"correct_{condition}"], grader)
+            accuracy_row(
+                model_name,
+                condition,
+                paired[f"correct_{condition}"],
+                grader,
+                failed=int(runs[condition].frame["failed"].astype(bool).sum()),
+            )
             for condition in CONDITIONS
         ]
     )

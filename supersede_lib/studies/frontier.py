@@ -21,6 +21,7 @@ from supersede_lib.studies.common import (
     NOTEBOOK_FRONTIER,
     ConditionComparison,
     StudyResult,
+    accuracy_cell,
     combine_failures,
     compare_conditions,
     comparison_numbers,
@@ -79,8 +80,8 @@ def frontier_table(comparisons: list[ConditionComparison], ours_header: str) -> 
         ours_rows.append(
             [
                 comparison.model,
-                percent(acc.loc["full_context", "accuracy"]),
-                percent(acc.loc["bounded_memory", "accuracy"]),
+                accuracy_cell(acc.loc["full_context"], interval=False),
+                accuracy_cell(acc.loc["bounded_memory"], interval=False),
                 f"b={test['b']}, c={test['c']}, p={format_pvalue(test['p_chi2_corrected'])}",
             ]
         )

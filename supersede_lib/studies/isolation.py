@@ -51,9 +51,9 @@ def isolation_table(
     acc = comparison.accuracy.set_index("condition")
 
     def ours_accuracy(condition: str) -> str:
-        row = acc.loc[condition]
-        return f"{common.percent(row['accuracy'])} [{common.percent(row['ci_low'])}, {common.percent(row['ci_high'])}]"
+        return common.accuracy_cell(acc.loc[condition])
 
+    no_result = any(common.all_failed(acc.loc[condition]) for condition in acc.index)
     gap_ours = acc.loc["full_context", "accuracy"] - acc.loc["bounded_memory", "accuracy"]
     gap_paper = paper_row["full_context"] - paper_row["bounded_memory"]
     test = comparison.mcnemar
@@ -68,7 +68,7 @@ def isolation_table(
             common.percent(paper_row["bounded_memory"]),
             ours_accuracy("bounded_memory"),
         ),
-        ("gap (points)", f"{100 * gap_paper:.1f}", f"{100 * gap_ours:.1f}"),
+        ("gap (points)", f"{100 * gap_paper:.1f}", "—" if no_result else f"{100 * gap_ours:.1f}"),
         ("McNemar b (full right, bounded wrong)", paper_row.get("mcnemar_b") or "—", test["b"]),
         ("McNemar c (bounded right, full wrong)", paper_row.get("mcnemar_c") or "—", test["c"]),
         (

@@ -107,6 +107,9 @@ def record_summary(
     for warning in warnings:
         print(f"WARNING ({notebook}): {warning}")
     extra = {**(extra or {}), "warnings": warnings}
+    failed = failed_runs(directory)
+    if failed:
+        extra["failed_runs"] = failed
     result.summary = write_summary(
         directory,
         result.profile,
@@ -119,7 +122,26 @@ def record_summary(
         config=config,
         extra=extra,
     )
+    if failed:  # everything is written first: a failure loses nothing, but it is never a result
+        raise StudyFailedError(
+            f"{notebook}: every question failed in {', '.join(failed)}: the tables say 'failed n/n', not a "
+            f"number (see the warnings above and the 'error' column of the run CSVs in {directory})"
+        )
     return result
+
+
+class StudyFailedError(RuntimeError):
+    """A run of the study had no successful question: its files are written, its numbers are not results."""
+
+
+def failed_runs(directory: Path) -> list[str]:
+    """The runs in a study's folder in which every question failed (their manifests say so)."""
+    failed = []
+    for manifest in sorted(directory.glob("*.manifest.json")):
+        totals = json.loads(manifest.read_text(encoding="utf-8")).get("totals") or {}
+        if totals.get("questions") and totals.get("failed_questions") == totals.get("questions"):
+            failed.append(manifest.name.removesuffix(".manifest.json"))
+    return failed
 
 
 def study_warnings(directory: Path) -> list[str]:

@@ -140,6 +140,13 @@ def study_section(study_dir: Path, title: str, report_dir: Path) -> str:
         numbers = numbers_table(summary)
         if len(numbers):
             lines += ["**Headline numbers (ours)**", "", markdown_table(numbers)]
+        failed = summary.get("failed_runs") or []
+        if failed:
+            lines += [
+                f"**FAILED: every question failed in {', '.join(failed)}.** Their cells read 'failed n/n': "
+                "no number from these runs is a result.",
+                "",
+            ]
         warnings = summary.get("warnings") or []
         if warnings:
             lines += ["**Warnings from the runs**", "", *(f"- {warning}" for warning in warnings), ""]
