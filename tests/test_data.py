@@ -296,6 +296,31 @@ MALFORMED_CASES = [
         "'haystack_sessions[1]'",
         "no turns",
     ),
+    (
+        "misspelt question type",
+        lambda r: r.update(question_type="knowledge-updat"),
+        "'question_type'",
+        "unknown 'knowledge-updat'; the known types: single-session-user",
+    ),
+    ("lone surrogate", lambda r: r.update(answer="Oslo\ud800"), "'answer'", "at character 4"),
+    (
+        "NUL in a turn",
+        lambda r: r["haystack_sessions"][0][0].update(content="a\x00b"),
+        "'haystack_sessions[0][0].content'",
+        "'\\x00'",
+    ),
+    (
+        "answer session not in the haystack",
+        lambda r: r.update(answer_session_ids=["nowhere"]),
+        "'answer_session_ids'",
+        "not in haystack_session_ids: nowhere",
+    ),
+    (
+        "duplicate session id",
+        lambda r: r["haystack_session_ids"].__setitem__(1, r["haystack_session_ids"][0]),
+        "'haystack_session_ids[1]'",
+        "duplicate session id",
+    ),
 ]
 
 
@@ -337,6 +362,13 @@ def test_malformed_record_outside_the_kept_question_type_still_fails(tmp_path: P
     path = tmp_path / "longmemeval_oracle.json"
     path.write_text(json.dumps(records), encoding="utf-8")
     with pytest.raises(LongMemEvalFormatError, match="record 5 .*fx_degree"):
+        load_longmemeval(local_path=path)
+
+
+def test_json_nested_too_deeply_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "longmemeval_oracle.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(LongMemEvalFormatError, match=r"longmemeval_oracle\.json: JSON nested too deeply"):
         load_longmemeval(local_path=path)
 
 

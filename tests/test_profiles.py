@@ -165,3 +165,38 @@ def test_recorded_responses_are_replayed_on_a_fresh_cache_and_live_calls_can_be_
     monkeypatch.setenv(profiles.LIVE_CALLS_ENV, "1")
     live = asyncio.run(profiles.model_for({"backend": "fake"}, profile).achat(messages))
     assert not live.cached
+
+
+BASE_PROFILE = {"name": "x", "model": {"backend": "fake"}}
+BAD_PROFILES = [
+    ({"name": "../../.."}, "name: must be a plain name"),
+    ({"concurrency": 10**9}, "concurrency: must be <= 256"),
+    ({"isolation": {"episodes": {"source": "synthetic", "n": 2}, "notes_budget_chars": 10**12}}, "<= 100000"),
+    (
+        {"training": {"preset": "smoke", "overrides": {"learning_rate": "fast"}}},
+        "learning_rate must be a number",
+    ),
+    ({"training": {"preset": "smoke", "overrides": {"learning_rate": -1}}}, "learning_rate must be a number"),
+    ({"training": {"preset": "smoke", "overrides": {"max_steps": -5}}}, "max_steps must be a number"),
+    ({"model": {"backend": "openai", "model": "m", "timeout_s": -1}}, "model: timeout_s must be a number"),
+    (
+        {"model": {"backend": "embedded", "model_fle": "x.gguf"}},
+        "model: model spec for backend 'embedded' has unknown",
+    ),
+    (
+        {
+            "frontier": {
+                "episodes": {"source": "synthetic", "n": 2},
+                "models": [{"model": "m", "max_retries": 999}],
+            }
+        },
+        "frontier.models[0]: max_retries must be a number",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), BAD_PROFILES, ids=[expected for _, expected in BAD_PROFILES])
+def test_out_of_bounds_values_names_and_model_keys_are_refused_when_read(change: dict, expected: str) -> None:
+    with pytest.raises(profiles.ProfileError) as raised:
+        profiles.validate_profile({**BASE_PROFILE, **change}, "configs/x.yaml")
+    assert str(raised.value).startswith("configs/x.yaml: ") and expected in str(raised.value)

@@ -241,6 +241,9 @@ def is_previous_value_question(question: str) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
+_UNENCODABLE = re.compile(r"[\x00\ud800-\udfff]")  # NUL, or a surrogate (paired ones never reach str)
+
+
 class _RecordChecker:
     """Raises LongMemEvalFormatError that names file, record index, question_id and field."""
 
@@ -259,7 +262,32 @@ class _RecordChecker:
     def string(self, value: Any, field_name: str) -> str:
         if not isinstance(value, str):
             raise self.fail(field_name, f"expected a string, got {type(value).__name__}")
+        bad = _UNENCODABLE.search(value)
+        if bad is not None:  # a lone surrogate cannot be sent or written; NUL truncates C strings
+            raise self.fail(
+                field_name,
+                f"holds {bad.group()!r} at character {bad.start()}: not text any model call can carry",
+            )
         return value
+
+    def known_question_type(self, value: Any) -> str:
+        question_type = self.string(value, "question_type")
+        if question_type not in QUESTION_TYPES:
+            raise self.fail(
+                "question_type", f"unknown {question_type!r}; the known types: {', '.join(QUESTION_TYPES)}"
+            )
+        return question_type
+
+    def session_ids(self, session_ids: list[str], answer_session_ids: list[str]) -> None:
+        """Session ids unique, and every answer session one of the haystack's."""
+        seen: set[str] = set()
+        for position, session_id in enumerate(session_ids):
+            if session_id in seen:
+                raise self.fail(f"haystack_session_ids[{position}]", f"duplicate session id {session_id!r}")
+            seen.add(session_id)
+        missing = [session_id for session_id in answer_session_ids if session_id not in seen]
+        if missing:
+            raise self.fail("answer_session_ids", f"not in haystack_session_ids: {', '.join(missing[:5])}")
 
     def string_list(self, value: Any, field_name: str) -> list[str]:
         if not isinstance(value, list):
@@ -282,7 +310,7 @@ class _RecordChecker:
             raise self.fail("answer", f"{value} is not a finite number")
         if isinstance(value, float) and value.is_integer():
             value = int(value)  # 1300.0 and 1300 name the same answer
-        text = str(value).strip()
+        text = (self.string(value, "answer") if isinstance(value, str) else str(value)).strip()
         if not text:
             raise self.fail("answer", "empty answer")
         return text
@@ -312,7 +340,7 @@ def _episode_from_record(record: Any, index: int, source_file: str, split: str) 
         if field_name not in record:
             raise checker.fail(field_name, "missing")
     question_id = checker.string(record["question_id"], "question_id")
-    question_type = checker.string(record["question_type"], "question_type")
+    question_type = checker.known_question_type(record["question_type"])
     question = checker.string(record["question"], "question")
     checker.date(record["question_date"], "question_date")
     gold_text = checker.answer(record["answer"])
@@ -332,6 +360,7 @@ def _episode_from_record(record: Any, index: int, source_file: str, split: str) 
         )
     if not raw_sessions:
         raise checker.fail("haystack_sessions", "no sessions: an episode needs at least one")
+    checker.session_ids(session_ids, answer_session_ids)
 
     dated_sessions = []
     for position, (date, session_id, raw_turns) in enumerate(
@@ -405,6 +434,10 @@ def read_longmemeval_records(path: str | os.PathLike[str]) -> list[Any]:
         records = json.loads(text)
     except json.JSONDecodeError as error:
         raise LongMemEvalFormatError(f"{path}: not valid JSON ({error})") from error
+    except RecursionError:
+        raise LongMemEvalFormatError(
+            f"{path}: JSON nested too deeply to read (LongMemEval records are a few levels deep)"
+        ) from None
     if not isinstance(records, list):
         raise LongMemEvalFormatError(
             f"{path}: expected a JSON list of records at the top level, got {type(records).__name__}"

@@ -13,6 +13,7 @@ from supersede_lib.models.chat import ChatModel
 from supersede_lib.models.engine import DeferredEmbeddedModel, make_embedded_model
 from supersede_lib.models.gguf import DEFAULT_GGUF_FILE, find_local_gguf
 from supersede_lib.models.hf import HFChatModel
+from supersede_lib.models.numbers import check_numbers
 from supersede_lib.models.openai_api import OpenAIChatModel
 
 BACKENDS = ("openai", "embedded", "hf")
@@ -60,6 +61,37 @@ def infer_backend(spec: dict[str, Any]) -> str:
     if any(key in spec for key in ("base_url", "api_key_env", "model")):
         return "openai"
     return "embedded"
+
+
+# numeric settings a spec may give, with the bounds a sane run stays inside
+NUMBER_BOUNDS: dict[str, tuple[float, float]] = {
+    "timeout_s": (0.001, 3600),
+    "max_retries": (0, 50),
+    "backoff_base_s": (0, 600),
+    "backoff_max_s": (0, 3600),
+    "reasoning_token_floor": (0, 1_000_000),
+    "n_ctx": (256, 1_048_576),
+    "n_threads": (1, 1024),
+    "default_max_tokens": (1, 1_000_000),
+    "max_batch_size": (1, 4096),
+    "batch_window_s": (0, 60),
+}
+
+
+def check_model_spec(spec: dict[str, Any]) -> None:
+    """Raise `ValueError` for a key the spec's backend does not take or a number out of bounds, so a
+    profile fails when it is read (naming file and key), not when the model is first built.
+    `backend: fake` (the smoke profile's local server) and `hf` (any `HFChatModel` keyword) pass."""
+    options = {key: value for key, value in spec.items() if key not in ("backend", "cache_path")}
+    backend = infer_backend(spec)
+    if backend == "fake":
+        return
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown model backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    allowed = {"openai": _OPENAI_KEYS, "embedded": _EMBEDDED_KEYS}.get(backend)
+    if allowed is not None:
+        _reject_unknown_keys(options, allowed, backend)
+    check_numbers(options, NUMBER_BOUNDS)
 
 
 def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:

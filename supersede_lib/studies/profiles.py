@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -37,31 +38,46 @@ from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, has_url_credentials
 from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.numbers import check_numbers
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.models.spec import make_chat_model
-from supersede_lib.train.config import CURRICULUM_MODES, DEFAULT_REWARD, PRESETS, REWARDS, TrainingConfig
+from supersede_lib.models.spec import check_model_spec, make_chat_model
+from supersede_lib.train.config import (
+    CURRICULUM_MODES,
+    DEFAULT_REWARD,
+    NUMBER_BOUNDS,
+    PRESETS,
+    REWARDS,
+    TrainingConfig,
+)
 
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
 PROFILES = ("smoke", "offline", "local", "paper", "colab", "cpu_proof")
 
-Count = Annotated[int, Strict(), Field(ge=1)]
+Count = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
+Budget = Annotated[int, Strict(), Field(ge=1, le=100_000)]  # characters of notes: the paper's is 300
+Concurrency = Annotated[int, Strict(), Field(ge=1, le=256)]  # questions in flight at once
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # a profile name is a folder under outputs/
 Seed = Annotated[int, Strict(), Field(ge=0)]
 
 
-def _no_url_credentials(spec: dict[str, Any]) -> dict[str, Any]:
-    """A model spec's base_url may not carry user:password@ (sent as Basic auth, and written to disk)."""
+def _checked_model_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A model spec checked when the profile is read: no user:password@ in base_url (sent as Basic auth,
+    and written to disk), only keys its backend takes, numbers in bounds (`models.spec.check_model_spec`)."""
     if has_url_credentials(str(spec.get("base_url") or "")):
         raise PydanticCustomError(
-            "url_credentials",
+            "model_spec",
             "base_url carries credentials (user:password@): remove them and put the key in the "
             "environment variable named by api_key_env (sent as a Bearer token, never written)",
         )
+    try:
+        check_model_spec(spec)
+    except ValueError as error:
+        raise PydanticCustomError("model_spec", str(error)) from None
     return spec
 
 
-# checked for credentials here, and key by key by models.spec.make_chat_model when the model is built
-ModelSpec = Annotated[dict[str, Any], AfterValidator(_no_url_credentials)]
+ModelSpec = Annotated[dict[str, Any], AfterValidator(_checked_model_spec)]
 
 LIVE_CALLS_ENV = "SUPERSEDE_LIVE_CALLS"
 
@@ -81,14 +97,14 @@ class IsolationBlock(_Block):
     """02: full context vs bounded memory on these episodes."""
 
     episodes: EpisodeSpec
-    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
 
 
 class FrontierBlock(_Block):
     """03: the isolation comparison for every model in `models`."""
 
     episodes: EpisodeSpec
-    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
     models: list[ModelSpec] = Field(min_length=1)
 
 
@@ -97,15 +113,15 @@ class ScaleBlock(_Block):
 
     short: EpisodeSpec
     long: EpisodeSpec
-    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
-    chars_per_session: Count = PAPER_CHARS_PER_SESSION
+    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
+    chars_per_session: Budget = PAPER_CHARS_PER_SESSION
 
 
 class EnvironmentBlock(_Block):
     """05: the verifiers environment end to end on these episodes."""
 
     episodes: EpisodeSpec
-    notes_budget_chars: Count = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
 
 
 class SaturationBlock(_Block):
@@ -125,6 +141,9 @@ def _check_training_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
             "reward: chosen by training.rewards (e.g. rewards: [sparse, memory]) or an arm's reward, "
             "not by overrides"
         )
+    check_numbers(overrides, NUMBER_BOUNDS)
+    if "learning_rate" in overrides and overrides["learning_rate"] <= 0:
+        raise ValueError(f"learning_rate must be > 0, got {overrides['learning_rate']!r}")
     return overrides
 
 
@@ -219,7 +238,7 @@ class TransferBlock(_Block):
     """
 
     episodes: EpisodeSpec | None = None
-    notes_budget_chars: Count | None = None
+    notes_budget_chars: Budget | None = None
     evaluations: list[EvaluationSet] = Field(default_factory=list)
     max_tokens_from_training: bool = False
     merge_adapter: bool = False
@@ -248,7 +267,7 @@ class Profile(_Block):
     data_label: str = ""
     model: ModelSpec
     judge: ModelSpec | None = None
-    concurrency: Count = DEFAULT_CONCURRENCY
+    concurrency: Concurrency = DEFAULT_CONCURRENCY
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
     cache_path: str | None = None
     recorded_responses: str | None = None  # repository-relative .jsonl.gz of the profile's model replies
@@ -261,6 +280,15 @@ class Profile(_Block):
     training: TrainingBlock | None = None
     transfer: TransferBlock | None = None
     _source: str = PrivateAttr(default="<profile>")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        if not PLAIN_NAME.match(name):
+            raise ValueError(
+                "must be a plain name (letters, digits, '-' and '_'; it names the folder outputs/<name>/)"
+            )
+        return name
 
     @field_validator("prompt_variant")
     @classmethod
@@ -340,7 +368,7 @@ def _key_path(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
 
 def _describe(error: dict[str, Any], owner: type[BaseModel]) -> str:
     kind, context, value = error["type"], error.get("ctx") or {}, error.get("input")
-    if kind == "url_credentials":
+    if kind == "model_spec":
         return str(error["msg"])  # never echo the value: it holds the credentials
     if kind == "extra_forbidden":
         return f"unknown key (allowed: {', '.join(_allowed_keys(owner))})"
@@ -355,6 +383,7 @@ def _describe(error: dict[str, Any], owner: type[BaseModel]) -> str:
         "model_type": "must be a mapping",
         "bool_type": "must be true or false",
         "greater_than_equal": f"must be >= {context.get('ge')}",
+        "less_than_equal": f"must be <= {context.get('le')}",
         "too_short": f"must have at least {context.get('min_length')} item(s)",
         "literal_error": f"must be one of {context.get('expected')}",
     }

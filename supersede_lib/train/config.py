@@ -16,6 +16,7 @@ from typing import Any
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
+from supersede_lib.models.numbers import check_number
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")
@@ -47,6 +48,26 @@ CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
 def model_dir() -> Path:
     """Where the presets look for GGUF files: `$SUPERSEDE_MODEL_DIR`, else the provisioning cache."""
     return Path(os.environ.get(MODEL_DIR_ENV) or default_model_dir())
+
+
+# fields a profile may override, with the bounds a sane run stays inside
+NUMBER_BOUNDS: dict[str, tuple[float, float]] = {
+    "learning_rate": (0.0, 1.0),
+    "lora_r": (1, 1024),
+    "lora_alpha": (1, 4096),
+    "lora_dropout": (0.0, 1.0),
+    "episodes_per_step": (1, 4096),
+    "num_generations": (1, 1024),
+    "gradient_accumulation_steps": (1, 4096),
+    "max_steps": (1, 1_000_000),
+    "max_completion_length": (1, 131_072),
+    "temperature": (0.0, 10.0),
+    "kl_beta": (0.0, 100.0),
+    "notes_budget_chars": (1, 100_000),
+    "stale_penalty_weight": (0.0, 100.0),
+    "save_steps": (1, 1_000_000),
+    "max_seq_length": (16, 1_048_576),
+}
 
 
 @dataclass
@@ -112,7 +133,16 @@ class TrainingConfig:
     # LoRA weights and optimizer state stay fp32 either way (grpo.keep_trainable_parameters_fp32)
     cpu_dtype: str = "auto"
 
+    def _check_numbers(self) -> None:
+        """Every bounded field a number inside its bounds: `learning_rate: 'fast'` or `max_steps: -5`
+        fail when the config is built (read from a profile), not hours into a run."""
+        for name, (low, high) in NUMBER_BOUNDS.items():
+            check_number(f"TrainingConfig.{name}", getattr(self, name), low, high)
+        if self.learning_rate <= 0:
+            raise ValueError(f"TrainingConfig.learning_rate must be > 0, got {self.learning_rate!r}")
+
     def __post_init__(self) -> None:
+        self._check_numbers()
         if self.fast_inference:
             raise ValueError(
                 "TrainingConfig.fast_inference=True would start Unsloth's vLLM engine, which reserves a "
