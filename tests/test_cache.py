@@ -310,3 +310,12 @@ def test_replay_off_makes_every_call_live_and_records_the_commit(tmp_path):
     assert not result.cached and inner.calls == 2
     replayed = asyncio.run(CachedChatModel(inner, cache).achat(MESSAGES))
     assert replayed.cached and replayed.made_by_commit == "c2" and inner.calls == 2
+
+
+def test_a_zero_length_cache_file_stops_with_the_way_out_instead_of_paying_every_call_again(tmp_path) -> None:
+    from supersede_lib.models.cache import CacheCorruptError, ResponseCache
+
+    path = tmp_path / "responses.sqlite"
+    path.write_bytes(b"")
+    with pytest.raises(CacheCorruptError, match=r"empty \(0 bytes\).*move it aside"):
+        ResponseCache(path)

@@ -98,6 +98,10 @@ class ResponseCache:
                 f"cache path {self.path} is a folder: give a file such as {self.path / 'responses.db'}"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_file() and self.path.stat().st_size == 0:  # SQLite would read it as an empty cache
+            raise CacheCorruptError(
+                self.path, ValueError("the file is empty (0 bytes), so every call would be paid again")
+            )
         self.hits = 0
         self.misses = 0
         self._counter_lock = threading.Lock()
