@@ -165,7 +165,10 @@ def test_full_jitter_stays_within_the_capped_exponential_window():
     assert all(0 <= delay <= 5 for delay in delays)
     assert len({round(delay, 6) for delay in delays}) > 1  # jittered, not a fixed schedule
     assert model.backoff_delay(0, retry_after_s=3.0) >= 3.0  # Retry-After is a floor
-    assert model.backoff_delay(0, retry_after_s=99.0) <= 5  # ... capped at backoff_max_s
+    # the server's Retry-After is honoured in full (retrying sooner only earns another 429) ...
+    assert model.backoff_delay(0, retry_after_s=99.0) >= 99.0
+    # ... up to its own stated maximum
+    assert model.backoff_delay(0, retry_after_s=10**6) == model.retry_after_max_s == 600.0
 
 
 def test_retry_after_header_sets_the_minimum_wait():

@@ -200,3 +200,13 @@ def test_out_of_bounds_values_names_and_model_keys_are_refused_when_read(change:
     with pytest.raises(profiles.ProfileError) as raised:
         profiles.validate_profile({**BASE_PROFILE, **change}, "configs/x.yaml")
     assert str(raised.value).startswith("configs/x.yaml: ") and expected in str(raised.value)
+
+
+def test_a_relative_cache_path_is_the_repositorys_wherever_the_run_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)  # notebooks run in notebooks/: the path must not follow the cwd
+    profile = profiles.validate_profile({**BASE_PROFILE, "cache_path": ".replay/test-cache/r.sqlite"}, "<t>")
+    assert profiles.cache_path(profile) == profiles.REPO_ROOT / ".replay" / "test-cache" / "r.sqlite"
+    absolute = profiles.validate_profile({**BASE_PROFILE, "cache_path": str(tmp_path / "a.sqlite")}, "<t>")
+    assert profiles.cache_path(absolute) == tmp_path / "a.sqlite"

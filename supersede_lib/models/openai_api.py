@@ -37,6 +37,7 @@ from supersede_lib.models.chat import (
 from supersede_lib.models.rate_limit import report_rate_limited, report_success
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+RETRY_AFTER_MAX_S = 600.0  # the longest Retry-After honoured in full (a longer one waits this long)
 LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, llama.cpp, local_server) accept any key
 
 # Reasoning models reject `temperature` and `max_tokens`; they take `max_completion_tokens`.
@@ -103,7 +104,8 @@ class _MalformedResponse(Exception):
 class OpenAIChatModel:
     """An OpenAI-compatible chat endpoint with an explicit, testable retry policy.
 
-    Retried (exponential backoff, full jitter, `Retry-After` honoured up to `backoff_max_s`):
+    Retried (exponential backoff capped at `backoff_max_s`, full jitter; a server's `Retry-After`
+    honoured in full up to `retry_after_max_s`, 10 minutes by default):
     408/409/429, 5xx, timeouts, connection errors and malformed bodies; each 429 is also reported
     to the runner's adaptive concurrency limit (`rate_limit`). Not retried: 401, 403, 404
     (`ModelConfigError`: a setting is wrong for every call), 400/422 (`RequestRejectedError`, or
@@ -135,6 +137,7 @@ class OpenAIChatModel:
         max_retries: int = 6,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30,
+        retry_after_max_s: float = RETRY_AFTER_MAX_S,
         extra_params: dict[str, Any] | None = None,
         reasoning_effort: str | None = None,
         name: str | None = None,
@@ -159,6 +162,7 @@ class OpenAIChatModel:
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
         self.extra_params = dict(extra_params or {})
         self.reasoning_effort = reasoning_effort
         self.cache_namespace = cache_namespace
@@ -235,11 +239,12 @@ class OpenAIChatModel:
         return params
 
     def backoff_delay(self, retry_index: int, retry_after_s: float | None = None) -> float:
-        """Full jitter: uniform in [0, min(max, base * 2**retry_index)], at least `Retry-After`."""
+        """Full jitter: uniform in [0, min(max, base * 2**retry_index)], at least the server's
+        `Retry-After` (up to `retry_after_max_s`: retrying sooner than asked only earns another 429)."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2**retry_index))
         delay = self._jitter() * ceiling
         if retry_after_s is not None:
-            delay = max(delay, min(retry_after_s, self.backoff_max_s))
+            delay = max(delay, min(retry_after_s, self.retry_after_max_s))
         return delay
 
     async def achat(

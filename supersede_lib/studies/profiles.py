@@ -460,8 +460,13 @@ def output_dir(profile: Profile, notebook: str) -> Path:
 
 
 def cache_path(profile: Profile) -> Path:
-    """The profile's persistent response cache (a re-run of a finished study is free)."""
-    path = Path(profile.cache_path or OUTPUT_ROOT / profile.name / "cache" / "responses.sqlite")
+    """The profile's persistent response cache (a re-run of a finished study is free).
+
+    A relative `cache_path:` is the repository's, like every path in a profile: notebooks run in
+    notebooks/, and a path read against the working directory would be another cache there.
+    """
+    path = REPO_ROOT / Path(profile.cache_path).expanduser() if profile.cache_path else None
+    path = path or OUTPUT_ROOT / profile.name / "cache" / "responses.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
