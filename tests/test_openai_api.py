@@ -75,8 +75,12 @@ def test_success_returns_text_tokens_and_sends_seed_and_limits():
 
 def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
     with LocalOpenAIServer() as server:
-        model = OpenAIChatModel(
-            "gpt-5.4", base_url=server.base_url, reasoning_effort="low", reasoning_token_floor=0
+        model = OpenAIChatModel(  # the local server stands in for OpenAI: the spec says it reasons
+            "gpt-5.4",
+            base_url=server.base_url,
+            reasoning_effort="low",
+            reasoning_token_floor=0,
+            reasoning=True,
         )
         asyncio.run(model.achat(MESSAGES, max_tokens=64, temperature=0.0, seed=2))
     body = server.requests[0]
@@ -87,14 +91,38 @@ def test_reasoning_models_get_max_completion_tokens_and_no_temperature():
 def test_reasoning_models_get_room_to_reason_before_the_answer():
     # A 64-token answer budget is all spent on hidden reasoning by gpt-5.x: the floor leaves room.
     with LocalOpenAIServer() as server:
-        asyncio.run(OpenAIChatModel("gpt-5.4", base_url=server.base_url).achat(MESSAGES, max_tokens=64))
-        asyncio.run(OpenAIChatModel("o4-mini", base_url=server.base_url).achat(MESSAGES, max_tokens=9000))
+        asyncio.run(
+            OpenAIChatModel("gpt-5.4", base_url=server.base_url, reasoning=True).achat(
+                MESSAGES, max_tokens=64
+            )
+        )
+        asyncio.run(
+            OpenAIChatModel("o4-mini", base_url=server.base_url, reasoning=True).achat(
+                MESSAGES, max_tokens=9000
+            )
+        )
         asyncio.run(OpenAIChatModel("gpt-4.1-mini", base_url=server.base_url).achat(MESSAGES, max_tokens=64))
     reasoning, large, plain = server.requests
     assert REASONING_TOKEN_FLOOR >= 1024
     assert reasoning["max_completion_tokens"] == REASONING_TOKEN_FLOOR
     assert large["max_completion_tokens"] == 9000
     assert plain["max_tokens"] == 64 and "max_completion_tokens" not in plain
+
+
+def test_openai_names_mean_openai_models_only_on_openais_endpoint(monkeypatch):
+    """A local model named gpt-5-local is sampled greedily like any other (no reasoning rules), one
+    named gpt-4o-mini is not priced and does not share OpenAI's cache namespace."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-endpoint-0000")
+    with LocalOpenAIServer() as server:
+        local_reasoner = OpenAIChatModel("gpt-5-local", base_url=server.base_url)
+        asyncio.run(local_reasoner.achat(MESSAGES, max_tokens=64, temperature=0.0))
+        local_mini = OpenAIChatModel("gpt-4o-mini", base_url=server.base_url)
+    body = server.requests[0]
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 64 and "max_completion_tokens" not in body
+    assert local_mini.cost_usd(1_000_000, 0) is None and local_mini.cache_namespace == "openai-compatible"
+    openai_mini = OpenAIChatModel("gpt-4o-mini")  # OpenAI's own endpoint
+    assert openai_mini.cost_usd(1_000_000, 0) == 0.15 and openai_mini.cache_namespace == "openai"
+    assert OpenAIChatModel("gpt-5.4").reasoning and not local_reasoner.reasoning
 
 
 @pytest.mark.parametrize(

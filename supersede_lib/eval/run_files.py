@@ -23,7 +23,6 @@ import pandas as pd
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.provenance import REPO_ROOT, config_sha256, git_state
 from supersede_lib.models.chat import ChatModel, one_line, redact_credentials, redact_json
-from supersede_lib.models.openai_api import estimate_cost_usd
 
 # how committed results show a local path: relative to the checkout, or under ~/
 PORTABLE_ROOTS = ((REPO_ROOT, ""), (Path.home().resolve(), "~/"))
@@ -225,6 +224,14 @@ def run_totals(
     }
 
 
+def list_price_usd(model: Any, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """What the calls cost at OpenAI's list prices, for a model served by OpenAI itself; else None
+    (a local model that happens to be named gpt-4o-mini costs nothing of the kind)."""
+    inner = getattr(model, "inner", model)
+    cost = getattr(inner, "cost_usd", None)
+    return cost(prompt_tokens, completion_tokens) if callable(cost) else None
+
+
 def build_manifest(
     config: dict[str, Any],
     model: ChatModel,
@@ -247,10 +254,10 @@ def build_manifest(
     fresh_prompt, fresh_completion = totals["uncached_prompt_tokens"], totals["uncached_completion_tokens"]
     judge_model = getattr(judge, "model", None)
     judge_name = getattr(judge_model, "name", None)
-    model_cost = estimate_cost_usd(model.name, fresh_prompt, fresh_completion)
+    model_cost = list_price_usd(model, fresh_prompt, fresh_completion)
     judge_cost = (
-        estimate_cost_usd(judge_name, totals["judge_prompt_tokens"], totals["judge_completion_tokens"])
-        if judge_name
+        list_price_usd(judge_model, totals["judge_prompt_tokens"], totals["judge_completion_tokens"])
+        if judge_model is not None
         else None
     )
     completed = [row for row in rows if not row["failed"]]

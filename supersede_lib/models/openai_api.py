@@ -36,6 +36,8 @@ from supersede_lib.models.chat import (
 )
 from supersede_lib.models.rate_limit import report_rate_limited, report_success
 
+OPENAI_HOST = "api.openai.com"
+COMPATIBLE_CACHE_NAMESPACE = "openai-compatible"  # any other server: its "gpt-4o-mini" is not OpenAI's
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 RETRY_AFTER_MAX_S = 600.0  # the longest Retry-After honoured in full (a longer one waits this long)
 LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, llama.cpp, local_server) accept any key
@@ -89,6 +91,12 @@ def estimate_cost_usd(model: str, prompt_tokens: int, completion_tokens: int) ->
     return (prompt_tokens * input_price + completion_tokens * output_price) / 1_000_000
 
 
+def is_openai_endpoint(base_url: str | None) -> bool:
+    """True for OpenAI's own API (no base_url, or api.openai.com): only there do model names mean
+    OpenAI's models, with their reasoning rules, prices and shared cache namespace."""
+    return base_url is None or (urlsplit(base_url).hostname or "") == OPENAI_HOST
+
+
 def is_local_url(base_url: str | None) -> bool:
     """True for a URL on this machine (localhost, 127.0.0.1, ::1, 0.0.0.0), where no key is needed."""
     return base_url is not None and (urlsplit(base_url).hostname or "") in LOCAL_HOSTS
@@ -115,10 +123,12 @@ class OpenAIChatModel:
     every attempt is visible here.
 
     Reasoning models get `max_completion_tokens = max(max_tokens, reasoning_token_floor)` so
-    their hidden reasoning cannot spend the whole budget. `finish_reason` is passed on in the
+    their hidden reasoning cannot spend the whole budget. A name means an OpenAI model only on
+    OpenAI's own endpoint: elsewhere reasoning rules apply when the spec says `reasoning: true`,
+    no price is guessed, and the cache namespace is "openai-compatible". `finish_reason` is passed on in the
     `ChatResult` ("length": the reply was cut at the limit).
 
-    The response cache keys this model on `cache_namespace` (default "openai"), the model name,
+    The response cache keys this model on `cache_namespace` ("openai" on OpenAI's endpoint), the model name,
     the messages and the sampling parameters, not on `base_url`: a local server on a new port
     still hits. Give two different servers that serve the same model name different namespaces.
 
@@ -141,7 +151,8 @@ class OpenAIChatModel:
         extra_params: dict[str, Any] | None = None,
         reasoning_effort: str | None = None,
         name: str | None = None,
-        cache_namespace: str = DEFAULT_CACHE_NAMESPACE,
+        cache_namespace: str | None = None,
+        reasoning: bool | None = None,
         reasoning_token_floor: int = REASONING_TOKEN_FLOOR,
         sleep: SleepFunction = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
@@ -165,7 +176,13 @@ class OpenAIChatModel:
         self.retry_after_max_s = retry_after_max_s
         self.extra_params = dict(extra_params or {})
         self.reasoning_effort = reasoning_effort
-        self.cache_namespace = cache_namespace
+        self.openai_endpoint = is_openai_endpoint(base_url)
+        # another server's names are its own: a local model named gpt-5-local is sampled like any other
+        self.reasoning = (
+            reasoning if reasoning is not None else self.openai_endpoint and is_reasoning_model(model)
+        )
+        default_namespace = DEFAULT_CACHE_NAMESPACE if self.openai_endpoint else COMPATIBLE_CACHE_NAMESPACE
+        self.cache_namespace = cache_namespace or default_namespace
         self.reasoning_token_floor = reasoning_token_floor
         self._sleep = sleep
         self._jitter = jitter
@@ -196,9 +213,15 @@ class OpenAIChatModel:
             params["extra_params"] = self.extra_params
         if self.reasoning_effort is not None:
             params["reasoning_effort"] = self.reasoning_effort
-        if is_reasoning_model(self.model):
+        if self.reasoning:
             params["reasoning_token_floor"] = self.reasoning_token_floor
         return params
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """OpenAI's list price for these tokens; None for any other server (its names are its own)."""
+        if not self.openai_endpoint:
+            return None
+        return estimate_cost_usd(self.model, prompt_tokens, completion_tokens)
 
     def _read_api_key(self) -> str:
         key = os.environ.get(self.api_key_env, "").strip()
@@ -226,7 +249,7 @@ class OpenAIChatModel:
     ) -> dict[str, Any]:
         """The keyword arguments sent to `chat.completions.create` (reasoning models differ)."""
         params: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
-        if is_reasoning_model(self.model):
+        if self.reasoning:
             if max_tokens is not None:
                 params["max_completion_tokens"] = max(max_tokens, self.reasoning_token_floor)
             if self.reasoning_effort is not None:
@@ -361,7 +384,7 @@ class OpenAIChatModel:
             "completion_tokens": self.completion_tokens,
             "cut_replies": self.cut_replies,
             "empty_replies": self.empty_replies,
-            "estimated_cost_usd": estimate_cost_usd(self.model, self.prompt_tokens, self.completion_tokens),
+            "estimated_cost_usd": self.cost_usd(self.prompt_tokens, self.completion_tokens),
         }
 
 

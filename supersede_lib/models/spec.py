@@ -31,6 +31,7 @@ _OPENAI_KEYS = frozenset(
         "reasoning_effort",
         "reasoning_token_floor",
         "cache_namespace",
+        "reasoning",
         "name",
     }
 )
