@@ -38,6 +38,10 @@ COMMANDS: dict[str, Command] = {
         "supersede_lib.studies.validation", "the matcher (and embedded judges) against the human labels"
     ),
     "bench": Command("supersede_lib.bench.runner", "speed, overhead and engine benchmarks (`make bench`)"),
+    "diagnose": Command(
+        "supersede_lib.cli.diagnose",
+        "Table 1 for any OpenAI-compatible model on one page, cost estimated first",
+    ),
     "gpu-check": Command(
         "supersede_lib.train.gpu_check", "check the GPU training path on this machine's CUDA GPU (~3 min)"
     ),

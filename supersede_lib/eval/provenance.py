@@ -71,12 +71,22 @@ def dirty_allowed() -> bool:
 
 
 def is_committed_results_dir(path: Path) -> bool:
-    """True for a folder inside the repository's own outputs/ (what `git add` would record)."""
+    """True for a folder inside the repository's own outputs/ that git does not ignore (what
+    `git add` would record): a diagnosis under the ignored outputs/diagnose/ is not the record."""
     try:
         Path(path).resolve().relative_to((REPO_ROOT / RESULTS_DIR_NAME).resolve())
     except ValueError:
         return False
-    return True
+    try:
+        ignored = (
+            subprocess.run(
+                ["git", "check-ignore", "-q", str(path)], cwd=REPO_ROOT, capture_output=True, timeout=30
+            ).returncode
+            == 0
+        )
+    except (OSError, subprocess.SubprocessError):
+        ignored = False
+    return not ignored
 
 
 def check_clean_for_results(path: Path, state: dict[str, Any] | None = None) -> dict[str, Any]:

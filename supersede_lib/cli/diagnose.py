@@ -1,0 +1,92 @@
+"""Diagnose any OpenAI-compatible model: Table 1 (full context vs bounded memory) on one page.
+
+    python -m supersede_lib diagnose --base-url http://localhost:8000/v1 --model my-model
+    python -m supersede_lib diagnose --base-url https://api.openai.com/v1 --model gpt-4.1-mini \\
+        --api-key-env OPENAI_API_KEY --data longmemeval --n 78 --estimate-only
+
+The key is read from the environment variable named by --api-key-env and sent as a Bearer token;
+it is never written. Results, the response cache (a stopped run resumes) and DIAGNOSIS.md go to
+--out/<diagnose-model>/02_isolation/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from supersede_lib.models.chat import ModelError
+from supersede_lib.studies import diagnosis, isolation, profiles
+from supersede_lib.studies.outputs import StudyFailedError
+
+DEFAULT_OUT = (
+    profiles.REPO_ROOT / "outputs" / "diagnose"
+)  # git-ignored: a diagnosis is yours, not the record's
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m supersede_lib diagnose",
+        description=__doc__.splitlines()[0],
+        epilog="\n".join(__doc__.splitlines()[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--base-url", required=True, help="the endpoint, ending in /v1")
+    parser.add_argument("--model", required=True, help="the model name the endpoint serves")
+    parser.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", help="variable holding the key (local: none needed)"
+    )
+    parser.add_argument(
+        "--data",
+        default="synthetic",
+        help="synthetic (default, no download), longmemeval, or a local LongMemEval JSON file",
+    )
+    parser.add_argument("--n", type=int, default=20, help="questions (default 20)")
+    parser.add_argument(
+        "--difficulty", default="medium", help="synthetic preset: easy, medium, hard, ... (default medium)"
+    )
+    parser.add_argument(
+        "--budget", type=int, default=300, help="notes budget B in characters (default 300, the paper's)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="questions in flight (default 1 local, 8 remote)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})"
+    )
+    parser.add_argument("--estimate-only", action="store_true", help="print the estimate and make no call")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        profile = diagnosis.diagnosis_profile(
+            base_url=args.base_url,
+            model=args.model,
+            api_key_env=args.api_key_env,
+            episodes=diagnosis.episodes_block(args.data, args.n, args.difficulty),
+            notes_budget_chars=args.budget,
+            concurrency=args.concurrency,
+        )
+        planned = diagnosis.estimate(profile)
+    except (profiles.ProfileError, ValueError) as error:
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
+    print(f"estimate: {planned.line()}")
+    if args.estimate_only:
+        return 0
+    profiles.OUTPUT_ROOT = args.out  # this process's results folder (the studies write under it)
+    try:
+        result = isolation.run_isolation(profile)
+    except StudyFailedError as error:
+        print(f"FAILED: {error}", file=sys.stderr)
+        return 1
+    except ModelError as error:
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
+    report = diagnosis.write_diagnosis(result, planned)
+    print(report.read_text(encoding="utf-8"))
+    print(f"report: {report}")
+    return 0

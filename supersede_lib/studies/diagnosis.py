@@ -1,0 +1,176 @@
+"""Diagnose any model: Table 1 (full context vs bounded memory) for one OpenAI-compatible endpoint.
+
+A researcher with a model behind any OpenAI-compatible URL (OpenAI, vLLM, llama.cpp, Ollama) gets
+the paper's isolation test without writing a profile: `diagnosis_profile` builds one in memory,
+`estimate` says before any call how many calls and tokens the run will take and, for OpenAI's own
+endpoint, what it costs at list prices; the isolation study then runs (progress bar, response
+cache: a stopped run resumes and pays for nothing twice), and `write_diagnosis` puts everything a
+reader needs on one page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, make_rollout
+from supersede_lib.data.episodes import load_episodes
+from supersede_lib.models.chat import redact_credentials
+from supersede_lib.models.openai_api import estimate_cost_usd, is_local_url, is_openai_endpoint
+from supersede_lib.studies import profiles
+from supersede_lib.studies.common import markdown_table, shares_as_percent
+from supersede_lib.studies.profiles import Profile
+
+CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
+ANSWER_TOKENS = 64  # the runner's answer cap
+REPORT_FILE = "DIAGNOSIS.md"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a diagnosis will take, before any call."""
+
+    questions: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float | None  # OpenAI list price; None for any other server
+
+    def line(self) -> str:
+        cost = f"about ${self.usd:.2f} at OpenAI list prices" if self.usd is not None else "no price known"
+        return (
+            f"{self.questions} questions x 2 conditions: about {self.calls} calls, "
+            f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}"
+        )
+
+
+def episodes_block(data: str, n: int, difficulty: str) -> dict[str, Any]:
+    """The `episodes:` of the diagnosis: `synthetic`, `longmemeval` (knowledge-update) or a local file."""
+    if data == "synthetic":
+        return {"source": "synthetic", "n": n, "difficulty": difficulty, "seed": 11}
+    if data == "longmemeval":
+        return {"source": "longmemeval", "n": n, "question_type": "knowledge-update"}
+    return {"source": "longmemeval", "n": n, "question_type": "knowledge-update", "local_path": data}
+
+
+def diagnosis_profile(
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str,
+    episodes: dict[str, Any],
+    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
+    concurrency: int | None = None,
+) -> Profile:
+    """An in-memory profile for one endpoint (validated like any configs/*.yaml)."""
+    name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
+    data = {
+        "name": name,
+        "description": f"Diagnosis of {model} at {redact_credentials(base_url)}.",
+        "data_label": "synthetic (procedural generator)"
+        if episodes["source"] == "synthetic"
+        else "LongMemEval",
+        "model": {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env},
+        # a local server usually has one slot: more in flight only queues (and times out) there
+        "concurrency": concurrency or (1 if is_local_url(base_url) else 8),
+        "isolation": {"episodes": episodes, "notes_budget_chars": notes_budget_chars},
+    }
+    return profiles.validate_profile(data, "<diagnose>")
+
+
+def _prompt_chars(messages: list[dict[str, str]]) -> int:
+    return sum(len(message["content"]) for message in messages)
+
+
+def _episode_cost(episode: Any, profile: Profile, budget: int) -> tuple[int, int, int]:
+    """(calls, prompt characters, completion characters) of one question in both conditions.
+
+    Prompts are built by the rollouts themselves; the bounded-memory notes are counted full (B
+    characters in every later prompt and every rewrite), so the estimate errs high, not low.
+    """
+    full = make_rollout(episode, "full_context", prompt_variant=profile.prompt_variant)
+    bounded = make_rollout(
+        episode, "bounded_memory", notes_budget_chars=budget, prompt_variant=profile.prompt_variant
+    )
+    first = _prompt_chars(bounded.current_messages())
+    sessions = len(episode.sessions)
+    prompt = _prompt_chars(full.current_messages()) + sessions * (first + budget) + first + budget
+    completion = 2 * ANSWER_TOKENS * CHARS_PER_TOKEN + sessions * budget
+    return 2 + sessions, prompt, completion
+
+
+def estimate(profile: Profile) -> Estimate:
+    """Calls and tokens (4 characters a token) from the prompts the rollouts build, priced for OpenAI only."""
+    block = profile.require("isolation")
+    episodes = load_episodes(block.episodes)
+    costs = [_episode_cost(episode, profile, block.notes_budget_chars) for episode in episodes]
+    calls = sum(cost[0] for cost in costs)
+    prompt = sum(cost[1] for cost in costs) // CHARS_PER_TOKEN
+    completion = sum(cost[2] for cost in costs) // CHARS_PER_TOKEN
+    model = profile.model
+    usd = (
+        estimate_cost_usd(model["model"], prompt, completion)
+        if is_openai_endpoint(model["base_url"])
+        else None
+    )
+    return Estimate(len(episodes), calls, prompt, completion, usd)
+
+
+def _run_totals(directory: Path) -> pd.DataFrame:
+    rows = []
+    for path in sorted(directory.glob("*.manifest.json")):
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        totals = manifest.get("totals") or {}
+        rows.append(
+            {
+                "run": manifest.get("run_name"),
+                "questions": totals.get("questions"),
+                "failed": totals.get("failed_questions"),
+                "calls (from cache)": f"{totals.get('calls')} ({totals.get('cached_calls')})",
+                "prompt tokens": totals.get("prompt_tokens"),
+                "completion tokens": totals.get("completion_tokens"),
+                "cut at the token limit": totals.get("cut_calls"),
+                "wall s": manifest.get("wall_s"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def write_diagnosis(result: Any, planned: Estimate) -> Path:
+    """The one-page report beside the study's files: Table 1, memory, failures, what it cost."""
+    directory: Path = result.output_dir
+    profile: Profile = result.profile
+    lines = [
+        f"# Diagnosis: {result.model}",
+        "",
+        f"{profile.description} Data: {result.data_label}, n = {result.n}; grader: {result.grader}. "
+        "Paper numbers (gpt-4.1-mini on LongMemEval) are quoted beside ours, never mixed.",
+        "",
+        "## Table 1: full context vs bounded memory",
+        "",
+        markdown_table(result.table),
+        "## What the notes held (bounded memory)",
+        "",
+        markdown_table(shares_as_percent(result.comparison.memory)),
+        "## Why bounded memory failed",
+        "",
+        markdown_table(result.failure_counts)
+        if not result.failure_counts.empty
+        else "_No failures to classify._\n",
+        "## What it took",
+        "",
+        f"Estimated before the run: {planned.line()}.",
+        "",
+        markdown_table(_run_totals(directory)),
+        f"Files: `{directory}` (run CSVs, trajectories, manifests, tables). Run the same command again to "
+        "resume: finished calls come from the response cache.",
+        "",
+    ]
+    path = directory / REPORT_FILE
+    path.write_text(redact_credentials("\n".join(lines)), encoding="utf-8")
+    return path

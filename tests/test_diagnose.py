@@ -1,0 +1,99 @@
+"""`python -m supersede_lib diagnose`: Table 1 for any OpenAI-compatible endpoint, estimated first,
+resumable, on one page; against the fake server and against llama.cpp's own HTTP server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from supersede_lib.cli import diagnose
+from supersede_lib.models.gguf import MODEL_DIR_ENV, EmbeddedGGUFModel, default_model_dir
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.studies import profiles
+
+SMALL_MODEL_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
+def _totals(out: Path) -> list[dict]:
+    return [json.loads(path.read_text())["totals"] for path in sorted(out.rglob("*.manifest.json"))]
+
+
+@pytest.fixture(autouse=True)
+def _restore_output_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", profiles.OUTPUT_ROOT)  # diagnose sets it for its process
+
+
+def test_diagnose_estimates_runs_reports_and_resumes_without_paying_twice(tmp_path: Path, capsys) -> None:
+    arguments = ["--model", "fake-model", "--n", "3", "--difficulty", "easy", "--out", str(tmp_path)]
+    with LocalOpenAIServer() as server:
+        assert diagnose.main(["--base-url", server.base_url, *arguments]) == 0
+        first_requests = server.request_count
+        assert diagnose.main(["--base-url", server.base_url, *arguments]) == 0
+        assert server.request_count == first_requests  # the second run came from the response cache
+    printed = capsys.readouterr().out
+    estimated_calls = int(printed.split("about ")[1].split(" calls")[0])
+    assert estimated_calls == first_requests  # one notes call per session, one answer, one full context
+    report = next(tmp_path.rglob("DIAGNOSIS.md")).read_text()
+    assert "## Table 1: full context vs bounded memory" in report and "programmatic matcher" in report
+    assert "no price known" in report  # a local server's names are not OpenAI's: no guessed price
+    assert all(totals["failed_questions"] == 0 for totals in _totals(tmp_path))
+
+
+def test_estimate_only_prices_openai_and_makes_no_call(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("SUPERSEDE_TEST_OPENAI_KEY", "sk-test-estimate-only-000")
+    arguments = ["--base-url", "https://api.openai.com/v1", "--model", "gpt-4.1-mini", "--n", "4"]
+    assert diagnose.main([*arguments, "--api-key-env", "SUPERSEDE_TEST_OPENAI_KEY", "--estimate-only"]) == 0
+    assert "at OpenAI list prices" in capsys.readouterr().out
+
+
+def test_a_base_url_with_credentials_is_refused_before_anything_runs(capsys) -> None:
+    code = diagnose.main(
+        ["--base-url", "http://me:pw-secret@127.0.0.1:9/v1", "--model", "m", "--estimate-only"]
+    )
+    assert code == 2 and "pw-secret" not in capsys.readouterr().err
+
+
+def _small_model_file() -> Path | None:
+    folders = [Path(os.environ[MODEL_DIR_ENV])] if os.environ.get(MODEL_DIR_ENV) else []
+    for folder in [*folders, default_model_dir()]:
+        for filename in SMALL_MODEL_FILES:
+            if (folder / filename).is_file():
+                return folder / filename
+    return None
+
+
+@pytest.mark.realmodel
+def test_diagnose_against_llama_cpps_own_http_server(tmp_path: Path) -> None:
+    """A real OpenAI-compatible server (llama.cpp's, through the embedded engine's HTTP port), not the fake."""
+    pytest.importorskip("xllamacpp", reason="the embedded backend needs xllamacpp")
+    model_file = _small_model_file()
+    if model_file is None:
+        pytest.skip(f"no {' or '.join(SMALL_MODEL_FILES)} in ${MODEL_DIR_ENV} or {default_model_dir()}")
+    served = EmbeddedGGUFModel(model_file, n_ctx=4096, n_threads=1)
+    try:
+        base_url = served.serve()
+        code = diagnose.main(
+            [
+                "--base-url",
+                base_url,
+                "--model",
+                model_file.stem,
+                "--n",
+                "2",
+                "--difficulty",
+                "easy",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+    finally:
+        served.close()
+    assert code == 0
+    totals = _totals(tmp_path)
+    assert len(totals) == 2 and all(
+        t["failed_questions"] == 0 and t["calls"] > t["cached_calls"] for t in totals
+    )
+    assert "## Table 1" in next(tmp_path.rglob("DIAGNOSIS.md")).read_text()
