@@ -15,12 +15,11 @@ import os
 import platform
 import resource
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.rollout import CONDITIONS
+from supersede_lib.bench.children import child_pool
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import (
@@ -148,7 +147,7 @@ def run_engine(
 
 def _in_child(function: Any, *args: Any) -> Any:
     """Run `function(*args)` in a fresh spawned process (own memory peak, own torch threads)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+    with child_pool() as pool:
         return pool.submit(function, *args).result()
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.episode import Episode
+from supersede_lib.bench.children import die_with_parent
 from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
 from supersede_lib.bench.prefix import prefix_cache_bench, prefix_cache_table
 from supersede_lib.bench.train_prefix import train_prefix_bench, train_prefix_table
@@ -73,8 +74,10 @@ def makespan_bound_s(chains: list[int], concurrency: int, latency_s: float) -> f
     return latency_s * max(max(chains), math.ceil(sum(chains) / concurrency))
 
 
-def _serve_fake(latency_s: float, connection: Any) -> None:
-    """Child process: run the fake server (its own GIL, off the runner's core) until told to stop."""
+def _serve_fake(latency_s: float, connection: Any, parent_pid: int | None = None) -> None:
+    """Child process: run the fake server (its own GIL, off the runner's core) until told to stop,
+    or until the parent dies (a killed `make bench` leaves no server behind)."""
+    die_with_parent(parent_pid)
 
     with LocalOpenAIServer(latency_s=latency_s) as server:
         connection.send(server.base_url)
@@ -89,7 +92,9 @@ class FakeServerProcess:
     def __init__(self, latency_s: float) -> None:
         context = multiprocessing.get_context("spawn")
         self._connection, child_end = context.Pipe()
-        self._process = context.Process(target=_serve_fake, args=(latency_s, child_end), daemon=True)
+        self._process = context.Process(
+            target=_serve_fake, args=(latency_s, child_end, os.getpid()), daemon=True
+        )
         self.base_url = ""
 
     def __enter__(self) -> FakeServerProcess:
