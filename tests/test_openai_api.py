@@ -175,6 +175,14 @@ def test_extra_params_are_sent():
     assert server.requests[0]["top_p"] == 0.5
 
 
+def test_server_specific_options_reach_the_server_instead_of_crashing_the_sdk():
+    """llama.cpp's `cache_prompt` is no keyword of the OpenAI SDK: it goes in the JSON body as given."""
+    with LocalOpenAIServer() as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, extra_params={"cache_prompt": False})
+        asyncio.run(model.achat(MESSAGES))
+    assert server.requests[0]["cache_prompt"] is False
+
+
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
 def test_bursts_of_transient_errors_are_retried_with_growing_backoff(status):
     sleep = RecordedSleep()

@@ -258,7 +258,9 @@ class OpenAIChatModel:
             params["temperature"] = temperature
             if max_tokens is not None:
                 params["max_tokens"] = max_tokens
-        params.update(self.extra_params)
+        if self.extra_params:  # server-specific options (llama.cpp's cache_prompt, vLLM's top_k, ...):
+            # sent in the JSON body as given; the SDK's keyword arguments would reject unknown names
+            params["extra_body"] = dict(self.extra_params)
         return params
 
     def backoff_delay(self, retry_index: int, retry_after_s: float | None = None) -> float:
