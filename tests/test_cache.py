@@ -207,8 +207,8 @@ def test_settings_that_shape_the_reply_are_part_of_the_key(tmp_path):
         OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", extra_params={"top_p": 0.5}), cache
     )
     args = (MESSAGES, 5, 0.0, 0)
-    assert plain.key_for(*args) == cache_key(
-        "openai", "m", MESSAGES, {"max_tokens": 5, "temperature": 0.0}, 0
+    assert plain.key_for(*args) == cache_key(  # a server other than OpenAI's: its own namespace
+        "openai-compatible", "m", MESSAGES, {"max_tokens": 5, "temperature": 0.0}, 0
     )
     assert tuned.key_for(*args) != plain.key_for(*args)
 

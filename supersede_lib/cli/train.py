@@ -148,11 +148,8 @@ def parse_overrides(parser: argparse.ArgumentParser, assignments: Sequence[str])
 def load_training_profile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> profiles.Profile:
     """The profile with the `--set` overrides, every selected arm's config checked; errors name the argument."""
     overrides = parse_overrides(parser, args.set)
-    try:
-        profile = profiles.load_profile(
-            args.profile, {"training": {"overrides": overrides}} if overrides else None
-        )
-        block = profile.require("training")
+    try:  # the profile as written first: a --set mistake is then named as the argument it is
+        block = profiles.load_profile(args.profile).require("training")
     except profiles.ProfileError as error:
         parser.error(f"argument --profile {args.profile}: {error}")
     preset = TrainingConfig.preset(block.preset)
@@ -162,6 +159,12 @@ def load_training_profile(parser: argparse.ArgumentParser, args: argparse.Namesp
                 f"argument --set {field}: expected a value like {getattr(preset, field)!r}, got {value!r}"
             )
     flag = "--set" if overrides else f"--profile {args.profile}"
+    try:
+        profile = profiles.load_profile(
+            args.profile, {"training": {"overrides": overrides}} if overrides else None
+        )
+    except profiles.ProfileError as error:
+        parser.error(f"argument {flag}: {error}")
     try:  # TrainingConfig checks how its fields fit together
         arm_configs(profile, curricula=args.curriculum, rewards=args.reward)
     except (TypeError, ValueError) as error:
