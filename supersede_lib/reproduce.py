@@ -152,10 +152,11 @@ def reproduce(
     `record` replays and then adopts what changed into outputs/, keeping the live measurements
     already recorded: the way to regenerate the record on purpose after an intended change.
     """
-    mode = default_mode(profile) if mode == "auto" else mode
+    has_record = has_committed_record(profile)
+    mode = ("replay" if has_record else "run") if mode == "auto" else mode
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: expected auto or one of {', '.join(MODES)}")
-    if mode in ("replay", "record") and default_mode(profile) != "replay":
+    if mode in ("replay", "record") and not has_record:
         raise ValueError(f"profile {profile}: no committed record under outputs/{profile}/ to {mode}")
     loaded = profiles.load_profile(profile)  # fail fast on an unknown profile
     paths = runnable_notebooks(loaded, notebook_paths(only, notebooks_dir), log)
@@ -232,8 +233,8 @@ def runnable_notebooks(
     return kept
 
 
-def default_mode(profile: str) -> str:
-    """`replay` when outputs/<profile>/ holds committed files (a record to check), else `run`."""
+def has_committed_record(profile: str) -> bool:
+    """Whether outputs/<profile>/ holds committed files: a record to replay and check."""
     committed = subprocess.run(
         ["git", "ls-files", "--", f"outputs/{profile}/"],
         cwd=profiles.REPO_ROOT,
@@ -241,7 +242,7 @@ def default_mode(profile: str) -> str:
         text=True,
         check=False,
     ).stdout
-    return "replay" if committed.strip() else "run"
+    return bool(committed.strip())
 
 
 RUN_RESULT_SUFFIXES = (".csv", ".trajectories.jsonl")

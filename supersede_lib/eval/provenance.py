@@ -109,12 +109,3 @@ def config_sha256(config: dict[str, Any]) -> str:
     """A stable hash of a JSON-able configuration (keys sorted), so two runs can be shown identical."""
     text = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes, read in blocks (adapter weights can be large)."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -103,11 +103,12 @@ def record_summary(
     are printed and kept in the summary, so no study hides a silent failure.
     """
     result.output_dir = directory
-    warnings = study_warnings(directory)
+    manifests = _run_manifests(directory)  # read once for the warnings and the failures
+    warnings = study_warnings(directory, manifests)
     for warning in warnings:
         print(f"WARNING ({notebook}): {warning}")
     extra = {**(extra or {}), "warnings": warnings}
-    failed = failed_runs(directory)
+    failed = failed_runs(directory, manifests)
     if failed:
         extra["failed_runs"] = failed
     result.summary = write_summary(
@@ -134,21 +135,29 @@ class StudyFailedError(RuntimeError):
     """A run of the study had no successful question: its files are written, its numbers are not results."""
 
 
-def failed_runs(directory: Path) -> list[str]:
+def _run_manifests(directory: Path) -> dict[str, dict[str, Any]]:
+    """Every run manifest in a study's folder, by run name, in file order."""
+    return {
+        path.name.removesuffix(".manifest.json"): json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(directory.glob("*.manifest.json"))
+    }
+
+
+def failed_runs(directory: Path, manifests: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """The runs in a study's folder in which every question failed (their manifests say so)."""
     failed = []
-    for manifest in sorted(directory.glob("*.manifest.json")):
-        totals = json.loads(manifest.read_text(encoding="utf-8")).get("totals") or {}
+    for run, manifest in (manifests if manifests is not None else _run_manifests(directory)).items():
+        totals = manifest.get("totals") or {}
         if totals.get("questions") and totals.get("failed_questions") == totals.get("questions"):
-            failed.append(manifest.name.removesuffix(".manifest.json"))
+            failed.append(run)
     return failed
 
 
-def study_warnings(directory: Path) -> list[str]:
+def study_warnings(directory: Path, manifests: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """The `warnings` of every run manifest in a study's folder, each once, in file order."""
     warnings: list[str] = []
-    for manifest in sorted(directory.glob("*.manifest.json")):
-        for warning in json.loads(manifest.read_text(encoding="utf-8")).get("warnings") or []:
+    for manifest in (manifests if manifests is not None else _run_manifests(directory)).values():
+        for warning in manifest.get("warnings") or []:
             if warning not in warnings:
                 warnings.append(warning)
     return warnings

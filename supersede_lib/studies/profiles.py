@@ -38,16 +38,15 @@ from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, has_url_credentials
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.models.numbers import check_numbers
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import check_model_spec, make_chat_model
 from supersede_lib.train.config import (
     CURRICULUM_MODES,
     DEFAULT_REWARD,
-    NUMBER_BOUNDS,
     PRESETS,
     REWARDS,
     TrainingConfig,
+    check_training_numbers,
 )
 
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -141,9 +140,7 @@ def _check_training_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
             "reward: chosen by training.rewards (e.g. rewards: [sparse, memory]) or an arm's reward, "
             "not by overrides"
         )
-    check_numbers(overrides, NUMBER_BOUNDS)
-    if "learning_rate" in overrides and overrides["learning_rate"] <= 0:
-        raise ValueError(f"learning_rate must be > 0, got {overrides['learning_rate']!r}")
+    check_training_numbers(overrides)
     return overrides
 
 

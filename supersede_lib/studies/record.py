@@ -20,7 +20,7 @@ import pandas as pd
 
 from supersede_lib.eval.run_files import live_run_record, portable_path
 from supersede_lib.studies.common import STUDY_SUMMARY_FILE
-from supersede_lib.studies.verify import LIVE_COLUMNS, Verdict
+from supersede_lib.studies.verify import LIVE_COLUMNS, Verdict, read_table_csv
 
 LIVE_TURN_FIELDS = ("latency_s", "cached", "made_by_commit")
 MANIFEST_SUFFIX = ".manifest.json"
@@ -75,9 +75,7 @@ def _adopt_table(relative: str, replay_dir: Path, committed_dir: Path) -> None:
     source, target = replay_dir / relative, committed_dir / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.suffix == ".csv" and target.exists():
-        committed = pd.read_csv(target, dtype=str, keep_default_na=False)
-        replayed = pd.read_csv(source, dtype=str, keep_default_na=False)
-        carry_live_columns(committed, replayed).to_csv(target, index=False)
+        carry_live_columns(read_table_csv(target), read_table_csv(source)).to_csv(target, index=False)
     else:
         shutil.copyfile(source, target)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,18 +103,14 @@ def compared_files(root: Path) -> list[str]:
     return found
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_table_csv(path: Path) -> pd.DataFrame:
     """Every cell as the text written, so nothing is lost to float parsing."""
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
-def _cells(frame: pd.DataFrame, rows: Iterable[int], columns: Iterable[str]) -> str:
-    return ", ".join(f"row {row} {column}={frame.at[row, column]!r}" for row in rows for column in columns)
-
-
 def compare_csv(committed: Path, replayed: Path) -> str | None:
     """None when the two CSVs hold the same cells (live columns aside); else what differs."""
-    old, new = _read_csv(committed), _read_csv(replayed)
+    old, new = read_table_csv(committed), read_table_csv(replayed)
     old = old.drop(columns=[column for column in old.columns if column in LIVE_COLUMNS])
     new = new.drop(columns=[column for column in new.columns if column in LIVE_COLUMNS])
     if list(old.columns) != list(new.columns):

@@ -9,6 +9,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
-from supersede_lib.models.numbers import check_number
+from supersede_lib.models.numbers import check_numbers
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")
@@ -68,6 +69,15 @@ NUMBER_BOUNDS: dict[str, tuple[float, float]] = {
     "save_steps": (1, 1_000_000),
     "max_seq_length": (16, 1_048_576),
 }
+
+
+def check_training_numbers(values: Mapping[str, Any]) -> None:
+    """Every bounded field present a number inside its bounds, and a learning rate above 0:
+    `learning_rate: 'fast'` or `max_steps: -5` fail when a config or a profile's overrides are read,
+    not hours into a run."""
+    check_numbers(values, NUMBER_BOUNDS)
+    if values.get("learning_rate") is not None and values["learning_rate"] <= 0:
+        raise ValueError(f"learning_rate must be > 0, got {values['learning_rate']!r}")
 
 
 @dataclass
@@ -133,16 +143,8 @@ class TrainingConfig:
     # LoRA weights and optimizer state stay fp32 either way (grpo.keep_trainable_parameters_fp32)
     cpu_dtype: str = "auto"
 
-    def _check_numbers(self) -> None:
-        """Every bounded field a number inside its bounds: `learning_rate: 'fast'` or `max_steps: -5`
-        fail when the config is built (read from a profile), not hours into a run."""
-        for name, (low, high) in NUMBER_BOUNDS.items():
-            check_number(f"TrainingConfig.{name}", getattr(self, name), low, high)
-        if self.learning_rate <= 0:
-            raise ValueError(f"TrainingConfig.learning_rate must be > 0, got {self.learning_rate!r}")
-
     def __post_init__(self) -> None:
-        self._check_numbers()
+        check_training_numbers(dataclasses.asdict(self))
         if self.fast_inference:
             raise ValueError(
                 "TrainingConfig.fast_inference=True would start Unsloth's vLLM engine, which reserves a "
