@@ -129,3 +129,15 @@ def make_episode(episode_id: str = "ep-0", n_sessions: int = 3, filler_session: 
         source="test",
         question_type="knowledge-update",
     )
+
+
+# the small real models a CPU test can afford, in order of preference (provision-models.sh)
+SMALL_MODEL_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
+def small_model_file():
+    """The first small GGUF on this machine (the library's lookup: SUPERSEDE_MODEL_DIR, then
+    ~/.cache/supersede/models), or None."""
+    from supersede_lib.models.gguf import find_local_gguf
+
+    return next((path for name in SMALL_MODEL_FILES if (path := find_local_gguf(None, name))), None)

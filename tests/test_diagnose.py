@@ -4,17 +4,15 @@ resumable, on one page; against the fake server and against llama.cpp's own HTTP
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from conftest import SMALL_MODEL_FILES, small_model_file
 
 from supersede_lib.cli import diagnose
 from supersede_lib.models.gguf import MODEL_DIR_ENV, EmbeddedGGUFModel, default_model_dir
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.studies import profiles
-
-SMALL_MODEL_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 
 
 def _totals(out: Path) -> list[dict]:
@@ -56,20 +54,11 @@ def test_a_base_url_with_credentials_is_refused_before_anything_runs(capsys) -> 
     assert code == 2 and "pw-secret" not in capsys.readouterr().err
 
 
-def _small_model_file() -> Path | None:
-    folders = [Path(os.environ[MODEL_DIR_ENV])] if os.environ.get(MODEL_DIR_ENV) else []
-    for folder in [*folders, default_model_dir()]:
-        for filename in SMALL_MODEL_FILES:
-            if (folder / filename).is_file():
-                return folder / filename
-    return None
-
-
 @pytest.mark.realmodel
 def test_diagnose_against_llama_cpps_own_http_server(tmp_path: Path) -> None:
     """A real OpenAI-compatible server (llama.cpp's, through the embedded engine's HTTP port), not the fake."""
     pytest.importorskip("xllamacpp", reason="the embedded backend needs xllamacpp")
-    model_file = _small_model_file()
+    model_file = small_model_file()
     if model_file is None:
         pytest.skip(f"no {' or '.join(SMALL_MODEL_FILES)} in ${MODEL_DIR_ENV} or {default_model_dir()}")
     served = EmbeddedGGUFModel(model_file, n_ctx=4096, n_threads=1)

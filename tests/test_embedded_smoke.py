@@ -5,33 +5,21 @@ Skipped when no such file is in $SUPERSEDE_MODEL_DIR or ~/.cache/supersede/model
 """
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
+from conftest import SMALL_MODEL_FILES, small_model_file
 
 from supersede_lib.models.gguf import MODEL_DIR_ENV, EmbeddedGGUFModel, default_model_dir
 from supersede_lib.models.openai_api import OpenAIChatModel
 
 pytestmark = pytest.mark.realmodel
 
-SMALL_MODEL_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-
-
-def _small_model_file() -> Path | None:
-    folders = [Path(os.environ[MODEL_DIR_ENV])] if os.environ.get(MODEL_DIR_ENV) else []
-    folders.append(default_model_dir())
-    for folder in folders:
-        for filename in SMALL_MODEL_FILES:
-            if (folder / filename).is_file():
-                return folder / filename
-    return None
-
 
 @pytest.fixture(scope="module")
 def small_model():
     pytest.importorskip("xllamacpp", reason="embedded backend needs xllamacpp")
-    model_file = _small_model_file()
+    model_file = small_model_file()
     if model_file is None:
         pytest.skip(f"no {' or '.join(SMALL_MODEL_FILES)} in ${MODEL_DIR_ENV} or {default_model_dir()}")
     model = EmbeddedGGUFModel(model_file, n_ctx=1024, n_threads=1)
