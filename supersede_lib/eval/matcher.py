@@ -52,6 +52,7 @@ from supersede_lib.eval.matcher_words import (
     AUXILIARIES,
     CLAUSE_WORDS,
     CONTRACTED_DENIALS,
+    DENIAL_FRAMES,
     DOUBTS,
     FORWARD_AFTER,
     FORWARD_BEFORE,
@@ -69,9 +70,12 @@ from supersede_lib.eval.matcher_words import (
     PAST_AFTER,
     PAST_AFTER_ACROSS_CLAUSES,
     PAST_BEFORE,
+    PAST_FRAMES,
     PAST_SCAN_BOUNDARIES,
     PREDICATE_DENIALS,
+    RANGE_WORDS,
     REFERENCE_WORDS,
+    REGION_WORDS,
     SPEAKER_LABEL,
     STOPWORDS,
     UNKNOWN,
@@ -202,26 +206,74 @@ def _denied_after(text: AnalysedText, end: int) -> bool:
 
 
 def _is_denied(text: AnalysedText, start: int, end: int) -> bool:
-    """Negated, doubted or denied ("not 25", "I doubt it's 25", "25 is wrong"); for numbers, qualified
-    ("over 25", "25 or more") or a change ("raised by 25")."""
-    if _marker_before(text, start, NEGATIONS, CONTEXT_WINDOW):
+    """Negated, doubted or denied ("not 25", "I doubt it's 25", "25 is wrong", "It is not the case that
+    ... 25"); for numbers, qualified ("over 25", "25 or more"), a change ("raised by 25") or one end of
+    a range ("3-4", "3 to 4")."""
+    if _marker_before(text, start, NEGATIONS, CONTEXT_WINDOW) or _framed_by(text, start, DENIAL_FRAMES):
         return True
     if _marker_before(text, start, DOUBTS, DOUBT_WINDOW) or _denied_after(text, end):
         return True
     if not is_number(text.words[start]):
         return False
-    return _marker_before(text, start, NUMERIC_QUALIFIERS, 1) or any(
-        text.words[end : end + len(marker)] == marker and not text.breaks[end]
-        for marker in NUMERIC_QUALIFIERS_AFTER
+    return (
+        _marker_before(text, start, NUMERIC_QUALIFIERS, 1)
+        or any(
+            text.words[end : end + len(marker)] == marker and not text.breaks[end]
+            for marker in NUMERIC_QUALIFIERS_AFTER
+        )
+        or _in_range(text, start, end)
     )
+
+
+def _framed_by(text: AnalysedText, start: int, frames: Sequence[tuple[str, ...]]) -> bool:
+    """One of `frames` earlier in the same comma-free clause: "It is not the case that ... Denver",
+    "Back then you lived in Denver". Frames govern the clause they open, however long."""
+    position = start
+    while position > 0 and not text.breaks[position] and text.words[position - 1] not in CLAUSE_WORDS:
+        position -= 1
+        for frame in frames:
+            if (
+                tuple(text.words[position : position + len(frame)]) == frame
+                and position + len(frame) <= start
+            ):
+                return True
+    return False
+
+
+def _in_range(text: AnalysedText, start: int, end: int) -> bool:
+    """The number is one end of a range: another number joined by a hyphen (read as no break: "3-4")
+    or by a range word ("3 to 4"). A range offers no single number. "From 3 to 4" is a change, not a
+    range: its later number is the value (and "from" makes the earlier one history)."""
+    words, breaks = text.words, text.breaks
+
+    def joined(first: int) -> bool:  # words[first] and a number after it form a range
+        if first < 0 or first + 1 >= len(words) or breaks[first + 1] or not is_number(words[first]):
+            return False
+        if is_number(words[first + 1]):
+            return True
+        return (
+            words[first + 1] in RANGE_WORDS
+            and first + 2 < len(words)
+            and not breaks[first + 2]
+            and is_number(words[first + 2])
+            and not (first > 0 and words[first - 1] == "from")
+        )
+
+    def between(first: int) -> bool:  # "between 3 and 4"
+        return 0 < first and words[first - 1] == "between" and words[first + 1 : first + 2] == ("and",)
+
+    low = start - 2 if start >= 2 and words[start - 1] in {"and", *RANGE_WORDS} else start
+    return joined(end - 1) or joined(start - 1) or joined(low) or between(low) or between(start)
 
 
 def _is_context(text: AnalysedText, start: int, end: int, framing: Framing) -> bool:
     """Framed as another time than the one asked about (module doc): history, not the answer."""
     if framing == "past":
-        return _marker_before(
-            text, start, PAST_BEFORE, CONTEXT_WINDOW, PAST_SCAN_BOUNDARIES
-        ) or _marker_after(text, end, PAST_AFTER, CONTEXT_WINDOW, PAST_AFTER_ACROSS_CLAUSES)
+        return (
+            _framed_by(text, start, PAST_FRAMES)
+            or _marker_before(text, start, PAST_BEFORE, CONTEXT_WINDOW, PAST_SCAN_BOUNDARIES)
+            or _marker_after(text, end, PAST_AFTER, CONTEXT_WINDOW, PAST_AFTER_ACROSS_CLAUSES)
+        )
     return _marker_before(text, start, FORWARD_BEFORE, CONTEXT_WINDOW) or _marker_after(
         text, end, FORWARD_AFTER, CONTEXT_WINDOW, frozenset(FORWARD_AFTER)
     )
@@ -536,7 +588,7 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             if _not_a_candidate(context, segment):
                 continue
             words = set(text.words[segment.start : segment.end])
-            allowed = frame | HEDGE_WORDS | ({"it", "its"} if words & GUESS_WORDS else set())
+            allowed = frame | HEDGE_WORDS | ({"it", "its", "but"} if words & GUESS_WORDS else set())
             span = range(segment.start, segment.end)
             if direction < 0:  # a rival before the gold may carry the shared lead ("You live in 7 and 4")
                 span = range(
@@ -546,7 +598,7 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             if context.gold_numbers:
                 rival = len(new) == 1 and _offered_number(context, new[0], dates_count=True)
             else:
-                rival = _is_rival_value(context, new)
+                rival = _is_rival_value(context, new, guessing=bool((words | frame) & GUESS_WORDS))
             if rival and or_between:
                 return True
             later_words = words if direction > 0 else frame  # the guess word sits between the two
@@ -556,8 +608,27 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             exclaims = text.exclaims[segment.start] or text.exclaims[segments[item[0]].start]
             if rival and sentence_between and item_is_bare and not exclaims and not (words & STOPWORDS):
                 return True
+            if rival and not (strong_between or sentence_between) and _comma_rival(context, new):
+                return True
             break
     return False
+
+
+def _comma_rival(context: _HedgeContext, new: Sequence[int]) -> bool:
+    """A second value across a comma alone ("Denver, Chicago"; "3, 4"), not a refinement ("Denver,
+    Colorado", "Acme, Inc.") nor history ("moved from Detroit, ..."): a capitalised name that is no
+    region or company suffix, or any short item when the whole answer is a bare list (no function
+    words at all)."""
+    text = context.text
+    words = [text.words[position] for position in new]
+    start, end = new[0], new[-1] + 1
+    if any(word in REGION_WORDS for word in words) or _is_context(text, start, end, context.framing):
+        return False
+    if _is_denied(text, start, end):
+        return False
+    if all(text.capitals[position] for position in new) and not _is_date_words(words):
+        return True
+    return not set(text.words) & STOPWORDS
 
 
 def _gives_advice(words: Sequence[str]) -> bool:
@@ -565,12 +636,14 @@ def _gives_advice(words: Sequence[str]) -> bool:
     return any(word in ADVICE_WORDS for word in words)
 
 
-def _is_rival_value(context: _HedgeContext, new: Sequence[int]) -> bool:
+def _is_rival_value(context: _HedgeContext, new: Sequence[int], guessing: bool = False) -> bool:
     """New words that look like another value of the gold's kind: content words of the gold's size."""
     words = [context.text.words[position] for position in new]
     if not words or any(word in STOPWORDS for word in words):
         return False
-    if len(words) <= context.gold_size:
+    # in a bare list ("salsa dancing, pottery") or beside a guess word, an item may be a word longer
+    bare_list = not set(context.text.words) & STOPWORDS
+    if len(words) <= context.gold_size + (bare_list or guessing):
         return True
     return len(words) <= MAX_PROPER_NAME_TOKENS and all(context.text.capitals[position] for position in new)
 

@@ -139,6 +139,10 @@ def _break_level(gap: str) -> int:
     return CLAUSE if _CLAUSE_BREAK.search(gap) else 0
 
 
+_NUMBER_DASH = re.compile(r"(?<=\d)\s*[\u2010-\u2015\u2212]\s*(?=[$\u20ac\u00a3]?\d)")
+"""A dash of any width between two numbers ("3–4", "3 — 4")."""
+
+
 def _prepare(text: str) -> str:
     """Accents, quotes, separators and currency symbols resolved; case is kept (tokens casefold later)."""
     if not isinstance(text, str):
@@ -151,6 +155,7 @@ def _prepare(text: str) -> str:
     prepared = _NUMERIC_DATE.sub(
         lambda m: f"{m[1]} {MONTH_NAMES[int(m[2]) - 1]} {int(m[3])}{m[4] or ''}", prepared
     )
+    prepared = _NUMBER_DASH.sub("-", prepared)  # "3–4" is the range "3-4", not a list of two items
     prepared = _CURRENCY_SYMBOLS.sub(" ", prepared.replace("%", " percent "))
     return _POSSESSIVE.sub("", prepared).replace("'", "")
 

@@ -114,15 +114,25 @@ NEGATIONS = phrases(
     "instead of"
 )
 NEGATION_IDIOM_NEXT = frozenset({"sure", "certain", "only", "just", "know", "remember", "recall"})
+DENIAL_FRAMES = phrases(
+    "not case that|not true that|not correct that|not right that|not so that|isnt case that|isnt true that|"
+    "false that|untrue that|incorrect that|wrong that|dont think|do not think|dont believe|do not believe|"
+    "wouldnt say|would not say|no longer case that|no longer true that"
+)
+"""A frame that denies the whole clause after it ("It is not the case that you live in Denver")."""
 DOUBTS = phrases("doubt|doubtful|unlikely|hardly|anything but|everything but|all but|except|other than")
 PAST_BEFORE = phrases(
     "previously|formerly|originally|initially|earlier|after|from|old|former|previous|prior|used to|ex|"
     "free of|left|quit|dropped|cancelled|canceled|got rid of|ditched|gave up|gave up on|sold|traded in|"
     "stopped going to|moved away from|switched away from|moved on from|broke up with|split from|"
-    "split with|done at|done with|leaving|away from|before that|before this|before then|prior to that"
+    "split with|done at|done with|leaving|away from|before that|before this|before then|prior to that|"
+    "once|at one time|back then|in past|once upon time"
 )
+PAST_FRAMES = phrases("back then|in past|at one time|once upon time|years ago|long ago|in those days")
+"""A frame that puts the whole clause after it in the past ("Back then you lived in Denver")."""
 PAST_AFTER = phrases(
     "previously|formerly|originally|initially|earlier|before|anymore|later|then|until|at 1st|no longer|"
+    "back then|in past|at one time|"
     "previous|former|old"
 )
 PAST_AFTER_ACROSS_CLAUSES = frozenset({("then",), ("later",)})  # "Tom, then Sarah"; not "Denver (previously
@@ -139,6 +149,9 @@ MARKER_NEXT_EXCEPTIONS = {
     ("sold",): frozenset({"on"}),
     ("after",): frozenset({"that", "this", "then", "which"}),  # "after that, Denver": Denver is the later
     ("before",): frozenset({"that", "this", "then", "which"}),  # "before that, Austin": Austin is earlier
+    ("once",): frozenset(
+        {"again", "more", "every", "per", "in", "week", "month", "day", "year"}
+    ),  # "once a week"
 }
 PAST_SCAN_BOUNDARIES = frozenset({"to", "into", "for", "favor", "favour"})  # "from Austin to Denver"
 NUMERIC_QUALIFIERS = phrases(
@@ -157,13 +170,34 @@ PREDICATE_DENIALS = frozenset(
     "wrong incorrect false mistaken unlikely doubtful".split()
 )
 CONTRACTED_DENIALS = frozenset("isnt wasnt arent werent doesnt didnt hasnt havent wont".split())
+RANGE_WORDS = frozenset({"to", "through", "thru", "till", "until"})
+"""Between two numbers they make a range ("3 to 4"), which is not one number; so does a hyphen ("3-4")."""
+REGION_WORDS = frozenset(
+    """
+    alabama alaska arizona arkansas california colorado connecticut delaware florida georgia hawaii
+    idaho illinois indiana iowa kansas kentucky louisiana maine maryland massachusetts michigan
+    minnesota mississippi missouri montana nebraska nevada hampshire jersey mexico york carolina dakota
+    ohio oklahoma oregon pennsylvania rhode island tennessee texas utah vermont virginia washington
+    wisconsin wyoming dc north south east west new
+    al ak az ar ca co ct de fl ga hi ia id il in ks ky la ma md me mi mn mo ms mt nc nd ne nh nj nm nv
+    ny oh ok or pa ri sc sd tn tx ut va vt wa wi wv wy
+    usa us america uk england scotland wales ireland britain canada ontario quebec alberta columbia
+    manitoba nova scotia australia zealand germany france spain italy portugal netherlands belgium
+    switzerland austria sweden norway denmark finland poland greece japan china india korea brazil
+    argentina chile peru colombia philippines singapore vietnam thailand indonesia egypt kenya nigeria
+    province state county
+    inc llc ltd corp co company md phd jr sr
+    """.split()
+)
+"""Words that refine a value after a comma rather than rival it: "Denver, Colorado", "Acme, Inc."."""
 CLAUSE_WORDS = frozenset({"but", "however", "though", "although", "now", "currently", "actually", "today"})
 LIST_SEPARATORS = frozenset({"or", "and", "nor", "versus", "vs"})
 GUESS_WORDS = frozenset(
     "maybe perhaps possibly probably could might also alternatively otherwise else either or".split()
 )
 HEDGE_WORDS = GUESS_WORDS | frozenset(
-    "likely and may be is was would say guess think i another option possibility".split()
+    "likely and may be is was would say guess think i another option possibility possible plausible "
+    "alternative too candidate chance".split()
 )
 GUESS_MARKERS = re.compile(
     r"\b(?:maybe|perhaps|probably|possibly|likely|my guess|i guess|best guess|might be|could be|"

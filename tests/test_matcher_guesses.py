@@ -1,0 +1,119 @@
+"""No credit for a guess (issue 24, item 6): general rules, not the issue's cases alone.
+
+Four kinds of answer hold the gold's words and still commit to nothing, even when the episode knows
+no superseded value (as LongMemEval episodes do): two or more candidates for the asked slot, a denied
+gold, the gold put in the past, and a range in place of a number. Each rule has hand-written cases,
+controls that must keep their credit, and a hypothesis property over many values and templates.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from supersede_lib.eval.matcher import score_answer
+
+CITIES = ["Denver", "Chicago", "Baltimore", "Columbus", "Seattle", "Portland", "Austin", "Kyoto"]
+NAMES = ["Nadia", "Sarah", "Tom", "Priya", "Elena"]
+HOBBIES = ["salsa dancing", "pottery", "rock climbing", "chess"]
+
+# (answer, gold, verdict): no superseded value known in any of them
+CASES = [
+    # two candidates for the slot
+    ("Denver, Chicago", "Chicago", "wrong"),
+    ("Chicago, Denver", "Chicago", "wrong"),
+    ("Probably Denver, but it could be Chicago.", "Chicago", "wrong"),
+    ("Probably Chicago, but it could be Denver.", "Chicago", "wrong"),
+    ("Denver. Chicago is also possible.", "Chicago", "wrong"),
+    ("Chicago. Denver is also possible.", "Chicago", "wrong"),
+    ("3, 4", "3", "wrong"),
+    ("Nadia, Sarah", "Nadia", "wrong"),
+    # denied gold
+    ("It is not the case that you live in Denver.", "Denver", "wrong"),
+    ("It's not true that you live in Denver.", "Denver", "wrong"),
+    ("I don't think you live in Denver.", "Denver", "wrong"),
+    # the gold put in the past
+    ("You once lived in Denver.", "Denver", "wrong"),
+    ("Back then you lived in Denver.", "Denver", "wrong"),
+    ("You lived in Denver in the past.", "Denver", "wrong"),
+    # a range is not a number
+    ("3-4", "3", "wrong"),
+    ("3 to 4", "3", "wrong"),
+    ("About 3 to 4 times a week.", "4", "wrong"),
+    # controls: one committed answer keeps its credit
+    ("Denver, Colorado", "Denver", "correct"),
+    ("Your partner is Nadia, who you met at work.", "Nadia", "correct"),
+    ("Acme, Inc.", "Acme", "correct"),
+    ("$675, per month", "$675", "correct"),
+    ("I think you live in Denver.", "Denver", "correct"),
+    ("You go to the gym once a week, at CorePower.", "CorePower", "correct"),
+    ("It went up from 3 to 4.", "4", "correct"),
+    ("Your 10K best is 52:15.", "52:15", "correct"),
+    ("You live in Denver now.", "Denver", "correct"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "verdict"), CASES)
+def test_guesses_earn_nothing_and_committed_answers_keep_credit(answer: str, gold: str, verdict: str) -> None:
+    assert score_answer(answer, [gold], []).verdict == verdict
+
+
+@pytest.mark.parametrize(("answer", "gold", "verdict"), CASES)
+def test_reward_never_pays_a_guess_at_any_stale_weight(answer: str, gold: str, verdict: str) -> None:
+    """The GRPO reward reads the same verdict: with no stale value known, a guess earns 0 at any λ."""
+    for weight in (0.0, 1.0):
+        assert score_answer(answer, [gold], [], stale_penalty_weight=weight).reward == float(
+            verdict == "correct"
+        )
+
+
+TWO_CANDIDATE_TEMPLATES = [
+    "{a}, {b}",
+    "{a} or {b}",
+    "Probably {a}, but it could be {b}.",
+    "{a}. {b} is also possible.",
+    "It's either {a} or {b}.",
+    "Maybe {a}, maybe {b}.",
+]
+
+
+@given(
+    st.sampled_from(TWO_CANDIDATE_TEMPLATES),
+    st.sampled_from([CITIES, NAMES, HOBBIES]),
+    st.data(),
+    st.booleans(),
+)
+def test_two_candidates_are_a_hedge_without_known_stale_values(template, pool, data, gold_first) -> None:
+    first, second = data.draw(st.lists(st.sampled_from(pool), min_size=2, max_size=2, unique=True))
+    gold = first if gold_first else second
+    assert not score_answer(template.format(a=first, b=second), [gold], []).answered_current
+
+
+DENIAL_TEMPLATES = [
+    "It is not the case that you live in {v}.",
+    "It's not true that your answer is {v}.",
+    "I don't think it is {v}.",
+    "You once lived in {v}.",
+    "Back then it was {v}.",
+]
+
+
+@given(st.sampled_from(DENIAL_TEMPLATES), st.sampled_from(CITIES + NAMES + HOBBIES))
+def test_a_denied_or_past_gold_is_not_credit(template, value) -> None:
+    assert not score_answer(template.format(v=value), [value], []).answered_current
+
+
+@given(
+    st.integers(min_value=0, max_value=500),
+    st.integers(min_value=1, max_value=50),
+    st.sampled_from(["{a}-{b}", "{a} to {b}", "{a} through {b}", "between {a} and {b}", "{a}–{b} times"]),
+    st.booleans(),
+)
+def test_a_range_is_not_a_number(low, width, template, gold_is_low) -> None:
+    high = low + width
+    gold = str(low if gold_is_low else high)
+    assert not score_answer(template.format(a=low, b=high), [gold], []).answered_current
+
+
+@given(st.sampled_from(CITIES + NAMES), st.sampled_from(["Colorado", "Illinois", "USA", "Canada", "Inc."]))
+def test_a_refinement_after_a_comma_is_not_a_rival(value, refinement) -> None:
+    assert score_answer(f"{value}, {refinement}", [value], []).verdict == "correct"
