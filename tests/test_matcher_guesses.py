@@ -117,3 +117,30 @@ def test_a_range_is_not_a_number(low, width, template, gold_is_low) -> None:
 @given(st.sampled_from(CITIES + NAMES), st.sampled_from(["Colorado", "Illinois", "USA", "Canada", "Inc."]))
 def test_a_refinement_after_a_comma_is_not_a_rival(value, refinement) -> None:
     assert score_answer(f"{value}, {refinement}", [value], []).verdict == "correct"
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("volunteer shift: Friday", "Friday"),
+        ("pottery class: Mondays", "Monday"),
+        ("Puppy: Olive", "Olive"),
+        ("gym: Anytime Fitness", "Anytime Fitness"),
+    ],
+)
+def test_a_label_before_a_colon_is_not_a_rival_value(answer: str, gold: str) -> None:
+    """A notes line answers with its value; its label ("gym") is no second candidate."""
+    assert score_answer(answer, [gold], []).verdict == "correct"
+
+
+def test_a_value_on_a_line_about_another_thing_is_not_asserted() -> None:
+    """In a dump of notes lines, the line labelled with the asked thing answers; the others are other
+    things' values (issue 26: "a value attributed to another person or thing")."""
+    question = "How much is my monthly grocery budget at the moment?"
+    dump = "Grocery budget: $675\nEmergency fund: $725\nfencing gift: beginner"
+    assert score_answer(dump, ["$675"], ["$725"], question=question).verdict == "correct"
+    assert score_answer(dump, ["$675"], ["$725"]).verdict == "ambiguous"  # no question: no labels read
+    swapped = "Grocery budget: $725\nEmergency fund: $675"
+    assert score_answer(swapped, ["$675"], ["$725"], question=question).verdict == "stale"
+    single = "Emergency fund: $675"  # one line: no dump, so its label is not checked
+    assert score_answer(single, ["$675"], [], question=question).verdict == "correct"

@@ -59,6 +59,7 @@ def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             row["superseded_values"],
             is_abstention=row["is_abstention"],
             asks_previous_value=row["asks_previous_value"],
+            question=row["question"],
         )
         graded.append(
             {

@@ -582,6 +582,7 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
         for word in text.words[segment.start : segment.end]
     }
     item_is_bare = not (frame & STOPWORDS)
+    item_span = (segments[item[0]].start, segments[item[1]].end)
     for direction in (-1, 1):
         for index, or_between, sentence_between, strong_between in _walk(segments, item, direction):
             segment = segments[index]
@@ -608,10 +609,18 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             exclaims = text.exclaims[segment.start] or text.exclaims[segments[item[0]].start]
             if rival and sentence_between and item_is_bare and not exclaims and not (words & STOPWORDS):
                 return True
-            if rival and not (strong_between or sentence_between) and _comma_rival(context, new):
+            comma_only = not (strong_between or sentence_between or _colon_between(text, item_span, segment))
+            if rival and comma_only and _comma_rival(context, new):
                 return True
             break
     return False
+
+
+def _colon_between(text: AnalysedText, span: tuple[int, int], segment: _Segment) -> bool:
+    """A colon between a rival and the gold's item (token `span`): "gym: Blink" is a label and its
+    value, not two values."""
+    gap = range(segment.end, span[0] + 1) if segment.end <= span[0] else range(span[1], segment.start + 1)
+    return any(text.colons[position] for position in gap if position < len(text.colons))
 
 
 def _comma_rival(context: _HedgeContext, new: Sequence[int]) -> bool:
@@ -753,6 +762,7 @@ def score_answer(
     stale_penalty_weight: float = 1.0,
     max_answer_chars: int = MAX_ANSWER_CHARS,
     asks_previous_value: bool = False,
+    question: str = "",
 ) -> Score:
     """Grade one final answer: `reward = r_cur + stale_penalty_weight * r_stale`, in [-lambda, 1].
 
@@ -773,6 +783,10 @@ def score_answer(
       stale mention does not count either (gold "Detroit" in stale "downtown Detroit"). A stale
       value that normalizes to the same text as a gold value is ignored. In the overlap fallback only
       the tokens a value does not share with its rivals count.
+    - Values given to another thing: when `question` is passed and the answer is a dump of
+      `label: value` lines, one of them labelled with a word of the question, a value on a line whose
+      label shares no word with the question is that other thing's ("Emergency fund: $725" beside
+      "Grocery budget: $675" asserts nothing about the grocery budget).
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value; its reward stays that of a stale answer), `wrong` (neither).
 
@@ -798,6 +812,10 @@ def score_answer(
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing)
+    if question:
+        other_things = _lines_about_other_things(SPEAKER_LABEL.sub("", answer), question, len(text.words))
+        gold_hits = [hit for hit in gold_hits if not hit.positions & other_things]
+        stale_hits = [hit for hit in stale_hits if not hit.positions & other_things]
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
@@ -819,6 +837,27 @@ def score_answer(
     if reason == "hedged" and asserted_stale:
         verdict = "ambiguous"  # a list of candidates holding the current and a stale value commits to neither
     return Score(verdict, answered_current, asserted_stale, reward, reason)
+
+
+def _lines_about_other_things(answer: str, question: str, n_words: int) -> frozenset[int]:
+    """Token positions of `label: value` lines about something the question does not ask about, when
+    another labelled line is about it (`score_answer`, "Values given to another thing"). Empty when
+    the answer is no such dump or its lines do not split into the whole answer's tokens."""
+    asked = set(content_stems(analyse(question).words))
+    lines: list[tuple[int, int, bool | None]] = []  # token span, whether its label is about the question
+    start = 0
+    for line in answer.splitlines():
+        size = len(analyse(line).words)
+        label, colon, _ = line.partition(":")
+        about = bool(set(content_stems(analyse(label).words)) & asked) if colon and size else None
+        lines.append((start, start + size, about))
+        start += size
+    labelled = [about for _, _, about in lines if about is not None]
+    if start != n_words or len(labelled) < 2 or not any(labelled):
+        return frozenset()
+    return frozenset(
+        position for first, last, about in lines if about is False for position in range(first, last)
+    )
 
 
 def _asserted_hits(
@@ -903,4 +942,5 @@ def score_episode_answer(episode: Episode, answer: str, *, stale_penalty_weight:
         is_abstention=episode.is_abstention,
         stale_penalty_weight=stale_penalty_weight,
         asks_previous_value=episode.asks_previous_value,
+        question=episode.question,
     )

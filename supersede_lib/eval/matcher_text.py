@@ -63,13 +63,15 @@ _PLAIN_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 class AnalysedText:
     """Normalized tokens with, per token: `breaks[i]` the punctuation between token i-1 and i (0,
     CLAUSE, LIST, SENTENCE), `capitals[i]` whether it was written capitalised, `questions[i]` whether
-    its sentence is a question, `exclaims[i]` whether its sentence ends in an exclamation mark."""
+    its sentence is a question, `exclaims[i]` whether its sentence ends in an exclamation mark,
+    `colons[i]` whether that punctuation holds a colon."""
 
     words: tuple[str, ...]
     breaks: tuple[int, ...]
     capitals: tuple[bool, ...]
     questions: tuple[bool, ...]
     exclaims: tuple[bool, ...]
+    colons: tuple[bool, ...] = ()  # a colon before token i: what precedes is a label ("gym: Blink")
 
 
 def normalize(text: str) -> str:
@@ -85,7 +87,9 @@ def analyse(text: str) -> AnalysedText:
     capitals: list[bool] = []
     questions: list[bool] = []
     exclaims: list[bool] = []
+    colons: list[bool] = []
     pending_break = 0
+    pending_colon = False
     previous_end = 0
     sentence_start = 0
     for match in _TOKEN.finditer(prepared):
@@ -94,6 +98,7 @@ def analyse(text: str) -> AnalysedText:
             _mark_sentence(words, breaks, (questions, exclaims), sentence_start, gap)
             sentence_start = len(words)
         pending_break = max(pending_break, _break_level(gap))
+        pending_colon = pending_colon or ":" in gap
         previous_end = match.end()
         raw = match.group()
         word = _canonical_token(raw.casefold(), capitalised=raw[:1].isupper())
@@ -104,9 +109,10 @@ def analyse(text: str) -> AnalysedText:
         capitals.append(raw[:1].isupper())
         questions.append(False)
         exclaims.append(False)
-        pending_break = 0
+        colons.append(pending_colon)
+        pending_break, pending_colon = 0, False
     _mark_sentence(words, breaks, (questions, exclaims), sentence_start, prepared[previous_end:])
-    return _merge_number_words(words, breaks, capitals, questions, exclaims)
+    return _merge_number_words(words, breaks, capitals, questions, exclaims, colons)
 
 
 def _mark_sentence(
@@ -189,7 +195,12 @@ def _ordinal_suffix(value: int) -> str:
 
 
 def _merge_number_words(
-    words: list[str], breaks: list[int], capitals: list[bool], questions: list[bool], exclaims: list[bool]
+    words: list[str],
+    breaks: list[int],
+    capitals: list[bool],
+    questions: list[bool],
+    exclaims: list[bool],
+    colons: list[bool],
 ) -> AnalysedText:
     """Spelled-out numbers become one digit token; it keeps the flags of its first word."""
     kept: list[int] = []
@@ -206,6 +217,7 @@ def _merge_number_words(
         tuple(capitals[i] for i in kept),
         tuple(questions[i] for i in kept),
         tuple(exclaims[i] for i in kept),
+        tuple(colons[i] for i in kept),
     )
 
 
