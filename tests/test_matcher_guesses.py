@@ -144,3 +144,31 @@ def test_a_value_on_a_line_about_another_thing_is_not_asserted() -> None:
     assert score_answer(swapped, ["$675"], ["$725"], question=question).verdict == "stale"
     single = "Emergency fund: $675"  # one line: no dump, so its label is not checked
     assert score_answer(single, ["$675"], [], question=question).verdict == "correct"
+
+
+# Rules found on the trained adapters' answers (labels ans-511..750; issue 26, item 5), each general:
+TRAINED_ANSWER_CASES = [
+    # a time stamp's weekday is no rival day
+    ("The current date is 2023/03/04 (Sat), and the pottery class is Monday.", ["Monday"], [], "correct"),
+    # a list that belongs to another label is no list of candidates
+    (
+        'The line "eat: fruits, vegetables, and nuts" is about it, so "gym: Blink Fitness" is current.',
+        ["Blink Fitness"],
+        ["YMCA"],
+        "correct",
+    ),
+    ("Gym: Blink Fitness\nRest days: 18:48\nWeek: 1", ["Blink Fitness"], ["YMCA"], "correct"),
+    # what follows the gold's own colon is about the gold
+    ("staff engineer: promoted", ["staff engineer"], ["content strategist"], "correct"),
+    # "X and Y are ...": Y is a second candidate
+    ("Salsa dancing and cycling are the hobbies I have lately.", ["salsa dancing"], [], "wrong"),
+    ("Denver and Boston are both possible.", ["Denver"], [], "wrong"),
+    # every number of a value is needed: "48 minutes" is not "31 minutes 48 seconds"
+    ("48 minutes", ["31:09", "31 minutes 9 seconds"], ["31:48", "31 minutes 48 seconds"], "wrong"),
+    ("31 minutes and 9 seconds", ["31:09", "31 minutes 9 seconds"], ["31:48"], "correct"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "verdict"), TRAINED_ANSWER_CASES)
+def test_rules_found_on_trained_answers(answer: str, gold: list[str], stale: list[str], verdict: str) -> None:
+    assert score_answer(answer, gold, stale).verdict == verdict

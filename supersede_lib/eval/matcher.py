@@ -131,6 +131,7 @@ class _Segment:
     sentence_before: bool
     strong_before: bool
     gives_advice: bool = False  # "but you might want to consider a hybrid": advice, not an answer
+    is_label: bool = False  # followed by a colon ("gym: Blink Fitness"): names a thing, offers no value
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ def _overlap_hit(
 
     Eligible when the value has >= OVERLAP_MIN_CONTENT_TOKENS content tokens (stopwords ignored,
     plurals stripped). Only its distinguishing tokens count (those not in `avoid_stems`, i.e. not shared
-    with the competing gold or stale values), every distinguishing number must be present, and the
+    with the competing gold or stale values), every number of the value must be present, and the
     share of distinguishing content tokens present must reach OVERLAP_RECALL_THRESHOLD. Negated tokens
     ("not the suburbs") are not present. The hit covers the present distinguishing tokens and the
     value's shared tokens in the same list item ("Detroit suburbs": both; "Detroit, or the suburbs": not
@@ -333,8 +334,9 @@ def _overlap_hit(
         position for position in present_positions - taken if stem(text.words[position]) in needed
     }
     present = {stem(text.words[position]) for position in distinguishing}
-    if any(is_number(token) and token not in present for token in needed):
-        return None
+    all_present = {stem(word) for word in text.words}
+    if any(is_number(token) and token not in all_present for token in content):
+        return None  # "48 minutes" is not "31 minutes 48 seconds": every number of the value is needed
     if len(present) / len(needed) < OVERLAP_RECALL_THRESHOLD:
         return None
     segments = _segments(text)
@@ -418,6 +420,7 @@ def _segments(text: AnalysedText) -> list[_Segment]:
                     gap == SENTENCE,
                     saw_list_word or gap >= LIST,
                     _gives_advice(text.words[start:position]),
+                    text.colons[position],
                 )
             )
             start, saw_or, saw_list_word, gap = None, False, False, 0
@@ -455,7 +458,11 @@ def _walk(
 ) -> Iterator[tuple[int, bool, bool, bool]]:
     """Segments beside the item, nearest first, with whether an "or" / a sentence end / a strong
     separator lies in between. An item that gives advice ends the walk unless an "or" joins it to the
-    answer ("Denver, but consider Boston or Austin" offers one answer; "Denver, or consider Boston" two)."""
+    answer ("Denver, but consider Boston or Austin" offers one answer; "Denver, or consider Boston" two).
+    A label ends the walk too: what lies beyond it is another notes line's ("gym: Blink Fitness\nrest
+    days: 7"; "eat: fruits, vegetables, and nuts ... gym: Blink Fitness")."""
+    if direction > 0 and segments[item[1]].is_label:
+        return  # "staff engineer: promoted": what follows the gold's colon is about the gold
     index = item[1] + 1 if direction > 0 else item[0] - 1
     or_between = sentence_between = strong_between = False
     while 0 <= index < len(segments):
@@ -463,7 +470,7 @@ def _walk(
         or_between = or_between or boundary.or_before
         sentence_between = sentence_between or boundary.sentence_before
         strong_between = strong_between or boundary.strong_before
-        if segments[index].gives_advice and not or_between:
+        if (segments[index].gives_advice and not or_between) or segments[index].is_label:
             return
         yield index, or_between, sentence_between, strong_between
         index += direction
@@ -523,7 +530,8 @@ def _date_is_a_rival(context: _HedgeContext, words: Sequence[str]) -> bool:
 
 
 def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
-    """Filler, the gold again, a history value, a negated or asked item, or a date beside a non-date."""
+    """Filler, the gold again, a history value, a negated or asked item, a date beside a non-date, or a
+    time stamp's weekday ("2023/03/04 (Sat)")."""
     text = context.text
     positions = set(range(segment.start, segment.end))
     words = text.words[segment.start : segment.end]
@@ -534,6 +542,7 @@ def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
         or _holds_negation(words)
         or all(text.questions[position] for position in positions)
         or (_is_date_words(words) and not _date_is_a_rival(context, words))
+        or _is_timestamp_weekday(text, segment.start, segment.end)
     )
 
 
@@ -582,7 +591,6 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
         for word in text.words[segment.start : segment.end]
     }
     item_is_bare = not (frame & STOPWORDS)
-    item_span = (segments[item[0]].start, segments[item[1]].end)
     for direction in (-1, 1):
         for index, or_between, sentence_between, strong_between in _walk(segments, item, direction):
             segment = segments[index]
@@ -596,6 +604,8 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
                     max([p + 1 for p in span if text.words[p] in STOPWORDS], default=span.start), span.stop
                 )
             new = [position for position in span if text.words[position] not in allowed]
+            if direction > 0 and strong_between and not sentence_between:
+                new = _co_subject(text, segment) or new
             if context.gold_numbers:
                 rival = len(new) == 1 and _offered_number(context, new[0], dates_count=True)
             else:
@@ -609,18 +619,23 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
             exclaims = text.exclaims[segment.start] or text.exclaims[segments[item[0]].start]
             if rival and sentence_between and item_is_bare and not exclaims and not (words & STOPWORDS):
                 return True
-            comma_only = not (strong_between or sentence_between or _colon_between(text, item_span, segment))
-            if rival and comma_only and _comma_rival(context, new):
+            if rival and not (strong_between or sentence_between) and _comma_rival(context, new):
                 return True
             break
     return False
 
 
-def _colon_between(text: AnalysedText, span: tuple[int, int], segment: _Segment) -> bool:
-    """A colon between a rival and the gold's item (token `span`): "gym: Blink" is a label and its
-    value, not two values."""
-    gap = range(segment.end, span[0] + 1) if segment.end <= span[0] else range(span[1], segment.start + 1)
-    return any(text.colons[position] for position in gap if position < len(text.colons))
+def _co_subject(text: AnalysedText, segment: _Segment) -> list[int]:
+    """The words a segment opens with when a verb follows them: "Salsa dancing and cycling are my
+    hobbies" offers "cycling" beside the gold, whatever the rest of the sentence says."""
+    lead: list[int] = []
+    for position in range(segment.start, segment.end):
+        if text.words[position] in AUXILIARIES:
+            return lead
+        if text.words[position] in STOPWORDS:
+            return []
+        lead.append(position)
+    return []
 
 
 def _comma_rival(context: _HedgeContext, new: Sequence[int]) -> bool:
@@ -783,10 +798,10 @@ def score_answer(
       stale mention does not count either (gold "Detroit" in stale "downtown Detroit"). A stale
       value that normalizes to the same text as a gold value is ignored. In the overlap fallback only
       the tokens a value does not share with its rivals count.
-    - Values given to another thing: when `question` is passed and the answer is a dump of
-      `label: value` lines, one of them labelled with a word of the question, a value on a line whose
-      label shares no word with the question is that other thing's ("Emergency fund: $725" beside
-      "Grocery budget: $675" asserts nothing about the grocery budget).
+    - Values given to another thing: when `question` is passed and a value sits on a `label: value`
+      line labelled with a word of the question, values on lines whose label shares no word with the
+      question are those other things' ("Emergency fund: $725" beside "Grocery budget: $675" asserts
+      nothing about the grocery budget).
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value; its reward stays that of a stale answer), `wrong` (neither).
 
@@ -813,9 +828,7 @@ def score_answer(
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing)
     if question:
-        other_things = _lines_about_other_things(SPEAKER_LABEL.sub("", answer), question, len(text.words))
-        gold_hits = [hit for hit in gold_hits if not hit.positions & other_things]
-        stale_hits = [hit for hit in stale_hits if not hit.positions & other_things]
+        gold_hits, stale_hits = _drop_other_things(answer, question, text, gold_hits, stale_hits)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
@@ -839,24 +852,39 @@ def score_answer(
     return Score(verdict, answered_current, asserted_stale, reward, reason)
 
 
-def _lines_about_other_things(answer: str, question: str, n_words: int) -> frozenset[int]:
-    """Token positions of `label: value` lines about something the question does not ask about, when
-    another labelled line is about it (`score_answer`, "Values given to another thing"). Empty when
-    the answer is no such dump or its lines do not split into the whole answer's tokens."""
+def _labelled_lines(answer: str, question: str, n_words: int) -> tuple[frozenset[int], frozenset[int]]:
+    """Token positions of the answer's `label: value` lines whose label shares a word with the
+    question, and of those whose label does not. Both empty when the lines do not split into the
+    whole answer's tokens."""
     asked = set(content_stems(analyse(question).words))
-    lines: list[tuple[int, int, bool | None]] = []  # token span, whether its label is about the question
+    about: set[int] = set()
+    other: set[int] = set()
     start = 0
-    for line in answer.splitlines():
+    for line in SPEAKER_LABEL.sub("", answer).splitlines():
         size = len(analyse(line).words)
         label, colon, _ = line.partition(":")
-        about = bool(set(content_stems(analyse(label).words)) & asked) if colon and size else None
-        lines.append((start, start + size, about))
+        if colon and size:
+            related = bool(set(content_stems(analyse(label).words)) & asked)
+            (about if related else other).update(range(start, start + size))
         start += size
-    labelled = [about for _, _, about in lines if about is not None]
-    if start != n_words or len(labelled) < 2 or not any(labelled):
-        return frozenset()
-    return frozenset(
-        position for first, last, about in lines if about is False for position in range(first, last)
+    if start != n_words:
+        return frozenset(), frozenset()
+    return frozenset(about), frozenset(other)
+
+
+def _drop_other_things(
+    answer: str, question: str, text: AnalysedText, gold_hits: list[_Hit], stale_hits: list[_Hit]
+) -> tuple[list[_Hit], list[_Hit]]:
+    """When some value sits on a notes line labelled with the asked thing, values on lines labelled
+    with other things are theirs, not answers (`score_answer`, "Values given to another thing").
+    Without such a line nothing is dropped: a label's words need not be the question's ("gym" for
+    "where do I work out")."""
+    about, other = _labelled_lines(answer, question, len(text.words))
+    if not any(hit.positions & about for hit in gold_hits + stale_hits):
+        return gold_hits, stale_hits
+    return (
+        [hit for hit in gold_hits if not hit.positions & other],
+        [hit for hit in stale_hits if not hit.positions & other],
     )
 
 
