@@ -798,10 +798,8 @@ def score_answer(
       stale mention does not count either (gold "Detroit" in stale "downtown Detroit"). A stale
       value that normalizes to the same text as a gold value is ignored. In the overlap fallback only
       the tokens a value does not share with its rivals count.
-    - Values given to another thing: when `question` is passed and a value sits on a `label: value`
-      line labelled with a word of the question, values on lines whose label shares no word with the
-      question are those other things' ("Emergency fund: $725" beside "Grocery budget: $675" asserts
-      nothing about the grocery budget).
+    - Values given to another thing (with `question`): see `_drop_other_things` ("Emergency fund:
+      $725" beside "Grocery budget: $675" asserts nothing about the grocery budget).
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value; its reward stays that of a stale answer), `wrong` (neither).
 
