@@ -172,3 +172,21 @@ TRAINED_ANSWER_CASES = [
 @pytest.mark.parametrize(("answer", "gold", "stale", "verdict"), TRAINED_ANSWER_CASES)
 def test_rules_found_on_trained_answers(answer: str, gold: list[str], stale: list[str], verdict: str) -> None:
     assert score_answer(answer, gold, stale).verdict == verdict
+
+
+POSSESSIVE_CASES = [
+    # someone else's value answers nothing about the user
+    ("Sara's kitchen renovation budget is $41,000.", ["$41,000"], [], "", "wrong"),
+    ("It matches the HR's statement about research scientist.", ["research scientist"], [], "", "wrong"),
+    ("I am dating Nadia's parents.", ["Theo"], ["Nadia"], "", "wrong"),
+    # a contraction or the question's own thing is no other owner
+    ("It's Denver, not Austin.", ["Denver"], ["Austin"], "", "correct"),
+    ("Nadia's your partner.", ["Nadia"], [], "", "correct"),
+    ("Kitten's name is Ziggy.", ["Ziggy"], [], "What's my kitten's name?", "correct"),
+    ("Your partner's name is Nadia.", ["Nadia"], [], "", "correct"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), POSSESSIVE_CASES)
+def test_a_value_said_of_someone_else_is_not_the_users(answer, gold, stale, question, verdict) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict

@@ -300,6 +300,26 @@ def _is_day_of_a_date(text: AnalysedText, start: int, end: int) -> bool:
     return any(word in MONTHS for word in neighbours)
 
 
+def _is_someone_elses(text: AnalysedText, start: int, end: int, not_others: frozenset[str]) -> bool:
+    """The value names whose thing it is ("dating Nadia's parents"), or is given to a named other
+    ("Sara's kitchen budget is $41,000", "the HR's statement about research scientist"): said of
+    someone else, it answers nothing about the user. `not_others`: words whose possessive is no other
+    (the question's own, "Kitten's name is Ziggy" for "my kitten's name"; and the episode's values)."""
+    if text.possessors[end - 1]:
+        return True
+    position = start
+    while position > 0 and not text.breaks[position]:
+        position -= 1
+        word = text.words[position]
+        if text.possessors[position] and text.capitals[position] and word not in not_others:
+            return True
+    return False
+
+
+def _hit_is_someone_elses(text: AnalysedText, hit: _Hit, not_others: frozenset[str]) -> bool:
+    return hit.exact and _is_someone_elses(text, min(hit.positions), max(hit.positions) + 1, not_others)
+
+
 def _is_asked(text: AnalysedText, hit: _Hit) -> bool:
     """The mention sits in a question ("Did you move to Denver?"): it asserts nothing."""
     return all(text.questions[position] for position in hit.positions)
@@ -824,7 +844,7 @@ def score_answer(
     # An abstention item's "gold" explains why there is no answer: there is nothing to match.
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
-    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing)
+    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question)
     if question:
         gold_hits, stale_hits = _drop_other_things(answer, question, text, gold_hits, stale_hits)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
@@ -891,10 +911,13 @@ def _asserted_hits(
     gold_values: list[tuple[str, ...]],
     stale_values: list[tuple[str, ...]],
     framing: Framing,
+    question: str,
 ) -> tuple[list[_Hit], list[_Hit]]:
-    """The gold and the stale mentions that count: not asked, and no gold mention wholly inside an
-    exact stale one. In the overlap fallback a value's tokens shared with its rivals do not count,
-    and tokens an exact mention of any value already took are not reused."""
+    """The gold and the stale mentions that count: not asked, not someone else's (`_is_someone_elses`),
+    and no gold mention wholly inside an exact stale one. In the overlap fallback a value's tokens
+    shared with its rivals do not count, and tokens an exact mention of any value already took are not
+    reused."""
+    not_others = frozenset(analyse(question).words).union(*gold_values, *stale_values)
     gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
     stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
     taken = frozenset(
@@ -907,13 +930,14 @@ def _asserted_hits(
         hit
         for value in stale_values
         for hit in _value_hits(text, value, gold_stems, framing, taken)
-        if not _is_asked(text, hit)
+        if not _is_asked(text, hit) and not _hit_is_someone_elses(text, hit, not_others)
     ]
     gold_hits = [
         hit
         for value in gold_values
         for hit in _value_hits(text, value, stale_stems, framing, taken)
         if not _is_asked(text, hit)
+        and not _hit_is_someone_elses(text, hit, not_others)
         and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
     ]
     return gold_hits, stale_hits

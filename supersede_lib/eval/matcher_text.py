@@ -52,6 +52,18 @@ _NUMERIC_DATE = re.compile(
 )
 _CURRENCY_SYMBOLS = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9\u20a9]")
 _POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
+# "'s" before one of these is "is" or "has" ("Nadia's your partner", "Denver's where"), not whose
+_CONTRACTION_NEXT = frozenset(
+    """the a an your my his her their our in at on from where now still currently not been also here
+    there what who how going got just always never moved living working dating seeing called named
+    back gone done""".split()
+)
+_CONTRACTED_WORDS = frozenset(
+    """it that what he she there here who where how let this one everything nothing someone
+    something today now which""".split()
+)  # "it's", "that's": always "is"
+_POSSESSOR_MARK = "\ue000"
+"""Stands in for a possessive "'s" between tokens: `analyse` flags the token before it."""
 _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?[^\W\d_]*|[^\W_]+")
 _SENTENCE_BREAK = re.compile(r"[.!?]")
 _LIST_BREAK = re.compile(r"[;/|\n\u2022]")
@@ -72,6 +84,7 @@ class AnalysedText:
     questions: tuple[bool, ...]
     exclaims: tuple[bool, ...]
     colons: tuple[bool, ...] = ()  # a colon before token i: what precedes is a label ("gym: Blink")
+    possessors: tuple[bool, ...] = ()  # token i owns what follows ("Sara's budget"): whose, not what
 
 
 def normalize(text: str) -> str:
@@ -88,6 +101,7 @@ def analyse(text: str) -> AnalysedText:
     questions: list[bool] = []
     exclaims: list[bool] = []
     colons: list[bool] = []
+    possessors: list[bool] = []
     pending_break = 0
     pending_colon = False
     previous_end = 0
@@ -99,6 +113,8 @@ def analyse(text: str) -> AnalysedText:
             sentence_start = len(words)
         pending_break = max(pending_break, _break_level(gap))
         pending_colon = pending_colon or ":" in gap
+        if _POSSESSOR_MARK in gap and possessors:
+            possessors[-1] = True
         previous_end = match.end()
         raw = match.group()
         word = _canonical_token(raw.casefold(), capitalised=raw[:1].isupper())
@@ -110,9 +126,10 @@ def analyse(text: str) -> AnalysedText:
         questions.append(False)
         exclaims.append(False)
         colons.append(pending_colon)
+        possessors.append(False)
         pending_break, pending_colon = 0, False
     _mark_sentence(words, breaks, (questions, exclaims), sentence_start, prepared[previous_end:])
-    return _merge_number_words(words, breaks, capitals, questions, exclaims, colons)
+    return _merge_number_words(words, breaks, capitals, questions, exclaims, colons, possessors)
 
 
 def _mark_sentence(
@@ -163,7 +180,19 @@ def _prepare(text: str) -> str:
     )
     prepared = _NUMBER_DASH.sub("-", prepared)  # "3–4" is the range "3-4", not a list of two items
     prepared = _CURRENCY_SYMBOLS.sub(" ", prepared.replace("%", " percent "))
-    return _POSSESSIVE.sub("", prepared).replace("'", "")
+    return _POSSESSIVE.sub(_possessive_or_contraction, prepared).replace("'", "")
+
+
+def _possessive_or_contraction(match: re.Match[str]) -> str:
+    before = re.search(r"([A-Za-z]+)$", match.string[: match.start()])
+    following = re.match(r"\s*([A-Za-z]+)", match.string[match.end() :])
+    contraction = (
+        following is None
+        or before is None
+        or following[1].casefold() in _CONTRACTION_NEXT
+        or before[1].casefold() in _CONTRACTED_WORDS
+    )
+    return "" if contraction else _POSSESSOR_MARK
 
 
 def _canonical_token(word: str, *, capitalised: bool) -> str:
@@ -201,6 +230,7 @@ def _merge_number_words(
     questions: list[bool],
     exclaims: list[bool],
     colons: list[bool],
+    possessors: list[bool],
 ) -> AnalysedText:
     """Spelled-out numbers become one digit token; it keeps the flags of its first word."""
     kept: list[int] = []
@@ -218,6 +248,7 @@ def _merge_number_words(
         tuple(questions[i] for i in kept),
         tuple(exclaims[i] for i in kept),
         tuple(colons[i] for i in kept),
+        tuple(possessors[i] for i in kept),
     )
 
 
