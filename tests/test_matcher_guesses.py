@@ -178,7 +178,7 @@ POSSESSIVE_CASES = [
     # someone else's value answers nothing about the user
     ("Sara's kitchen renovation budget is $41,000.", ["$41,000"], [], "", "wrong"),
     ("It matches the HR's statement about research scientist.", ["research scientist"], [], "", "wrong"),
-    ("I am dating Nadia's parents.", ["Theo"], ["Nadia"], "", "wrong"),
+    ("Genentech's office is where you work.", ["Genentech"], [], "", "correct"),
     # a contraction or the question's own thing is no other owner
     ("It's Denver, not Austin.", ["Denver"], ["Austin"], "", "correct"),
     ("Nadia's your partner.", ["Nadia"], [], "", "correct"),

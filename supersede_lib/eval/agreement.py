@@ -64,6 +64,7 @@ def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         graded.append(
             {
                 "id": row["id"],
+                "population": answer_population(row),
                 "question": row["question"],
                 "answer": row["answer"],
                 "label": row["label"],
@@ -73,8 +74,24 @@ def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(
-        graded, columns=["id", "question", "answer", "label", "verdict", "reason", "n_copies"]
+        graded,
+        columns=["id", "population", "question", "answer", "label", "verdict", "reason", "n_copies"],
     )
+
+
+def answer_population(row: Mapping[str, Any]) -> str:
+    """`trained adapter` for answers of GRPO-trained checkpoints (model `<arm>__seed-N__step-M`), else
+    `base model`: RL optimises against the matcher, so its agreement is held to account separately."""
+    model = str(row.get("source", {}).get("model", ""))
+    return "trained adapter" if "__seed-" in model else "base model"
+
+
+def credit_agreement(frame: pd.DataFrame) -> float:
+    """Share of answers where matcher and human agree on credit (`correct` or not): what accuracy and
+    the reward read, whatever the kind of miss (stale, ambiguous, wrong)."""
+    if frame.empty:
+        return float("nan")
+    return float(((frame["label"] == "correct") == (frame["verdict"] == "correct")).mean())
 
 
 def agreement(

@@ -301,12 +301,10 @@ def _is_day_of_a_date(text: AnalysedText, start: int, end: int) -> bool:
 
 
 def _is_someone_elses(text: AnalysedText, start: int, end: int, not_others: frozenset[str]) -> bool:
-    """The value names whose thing it is ("dating Nadia's parents"), or is given to a named other
-    ("Sara's kitchen budget is $41,000", "the HR's statement about research scientist"): said of
-    someone else, it answers nothing about the user. `not_others`: words whose possessive is no other
+    """The value is given to a named other ("Sara's kitchen budget is $41,000", "the HR's statement
+    about research scientist"): said of someone else, it answers nothing about the user. (A value
+    that is itself a possessor, "Genentech's work", still names the value: it is not dropped.) `not_others`: words whose possessive is no other
     (the question's own, "Kitten's name is Ziggy" for "my kitten's name"; and the episode's values)."""
-    if text.possessors[end - 1]:
-        return True
     position = start
     while position > 0 and not text.breaks[position]:
         position -= 1

@@ -48,7 +48,7 @@ _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", 
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
 _NUMERIC_DATE = re.compile(
     r"\b((?:19|20)[0-9]{2})[/-](0?[1-9]|1[0-2])[/-](0?[1-9]|[12][0-9]|3[01])\b"
-    r"(\s*\([A-Za-z]{3}\))?(?:\s*[0-2]?[0-9]:[0-5][0-9]\b)?"  # a stamp's weekday and clock time
+    r"(\s*\([A-Za-z]{3}\))?(?:\s*(?:at\s+)?[0-2]?[0-9]:[0-5][0-9]\b)?"  # a stamp's weekday, clock time
 )
 _CURRENCY_SYMBOLS = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9\u20a9]")
 _POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)

@@ -21,6 +21,7 @@ import pandas as pd
 from supersede_lib.eval.agreement import (
     LABELLED_ANSWERS,
     agreement,
+    credit_agreement,
     grade_labelled_answers,
     read_labelled_answers,
 )
@@ -173,6 +174,23 @@ def _profile_yaml(profile_name: str) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else f"(no {path})"
 
 
+def _agreement_by_population(graded: pd.DataFrame) -> pd.DataFrame:
+    """Verdict and credit agreement for base models' and trained adapters' answers apart: a policy
+    trained against the matcher may find its holes, so its answers are counted on their own."""
+    rows = []
+    for population, frame in graded.groupby("population", sort=True):
+        verdicts = agreement(frame)
+        rows.append(
+            {
+                "answers of": population,
+                "n": len(frame),
+                "verdict agrees": f"{verdicts.agreed:.0f}/{verdicts.total:.0f} = {verdicts.share:.1%}",
+                "credit agrees (correct or not)": f"{credit_agreement(frame):.1%}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def instrument_section(output_root: Path) -> str:
     """How far the grader can be trusted: the matcher against the human-labelled answers (computed now,
     no model calls) and any LLM judges held to the same labels (`studies.validation`)."""
@@ -186,6 +204,8 @@ def instrument_section(output_root: Path) -> str:
         f"Agreement {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}.",
         "",
         markdown_table(matcher.matrix.reset_index()),
+        "",
+        markdown_table(_agreement_by_population(graded)),
         "",
     ]
     judges = judge_results(output_root / "validation")
