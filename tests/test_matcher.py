@@ -180,7 +180,10 @@ def test_length_cap_is_a_parameter() -> None:
 
 def test_reward_combines_current_and_weighted_stale_penalty() -> None:
     both = "Either $350,000 or $400,000."
-    assert score_answer(both, ["$400,000"], ["$350,000"], stale_penalty_weight=0.5).reward == 0.5
+    # ambiguous (both values) never earns more than 0, at any λ: the reward is the evaluation's verdict
+    for weight in (0.0, 0.5, 1.0):
+        assert score_answer(both, ["$400,000"], ["$350,000"], stale_penalty_weight=weight).reward == 0.0
+    assert score_answer(both, ["$400,000"], ["$350,000"], stale_penalty_weight=2.0).reward == -1.0
     assert score_answer("$350,000", ["$400,000"], ["$350,000"], stale_penalty_weight=2.0).reward == -2.0
     assert score_answer("$350,000", ["$400,000"], ["$350,000"], stale_penalty_weight=0.0).reward == 0.0
     assert score_answer("$350,000", ["$400,000"]).reward == 0.0  # gold-only data: the penalty is inert

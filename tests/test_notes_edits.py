@@ -99,3 +99,14 @@ def test_line_edit_rollout_applies_edits_and_shows_only_user_turns() -> None:
 def test_a_literal_placeholder_subject_is_unwrapped() -> None:
     assert parse_edit_lines("subject: city: Austin\ntopic: pet: Rex") == [("city", "Austin"), ("pet", "Rex")]
     assert parse_edit_lines("topic: gardening") == [("topic", "gardening")]
+
+
+def test_from_v12_a_time_value_survives_the_line_parser() -> None:
+    """Issue 26: "52:15" split at its colon became "52: 15". v12 keeps times whole; v10's parse stays
+    what its recorded runs replay with."""
+    assert parse_edit_lines("10K best: 52:15", keep_times=True) == [("10K best", "52:15")]
+    assert parse_edit_lines("52:15", keep_times=True) == []  # a bare time is no line
+    assert parse_edit_lines("52:15") == [("52", "15")]  # the older agents' parse, unchanged
+    assert parse_edit_lines("meeting 10:30: Tuesday", keep_times=True) == [("meeting 10:30", "Tuesday")]
+    notes, _ = apply_line_edits("10K best: 49:20", "10K best: 52:15", 300, keep_times=True)
+    assert notes == "10K best: 52:15"

@@ -24,7 +24,7 @@ from supersede_lib.data import synthetic  # noqa: E402
 from supersede_lib.eval.matcher import score_answer, score_episode_answer  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
 from supersede_lib.train.callbacks import ZeroAdvantageStop  # noqa: E402
-from supersede_lib.train.config import TrainingConfig, tiny_smoke_config  # noqa: E402
+from supersede_lib.train.config import REWARDS, TrainingConfig, tiny_smoke_config  # noqa: E402
 from supersede_lib.train.curriculum import Curriculum  # noqa: E402
 from supersede_lib.train.gpu_check import reply_hash_reward as _varied_scorer  # noqa: E402
 from supersede_lib.train.rewards import (  # noqa: E402
@@ -377,6 +377,48 @@ def test_the_memory_reward_adds_credit_only_for_current_notes_without_stale_ones
     record = rollout_record(1, "easy", trajectory)
     assert record["notes_hold_current"] == (expected in (1.5, 0.5))
     assert ("memory credit" in record["reason"]) == (expected in (1.5, 0.5))
+
+
+@pytest.mark.parametrize("reward", REWARDS)
+@pytest.mark.parametrize("weight", [0.0, 1.0])
+def test_no_arm_pays_an_ambiguous_answer_what_a_correct_one_earns(reward: str, weight: float) -> None:
+    """Reward = evaluation (issue 26, item 4): naming the old and the current value together is never
+    +1 under any answer-based reward; the format-only control ignores the answer altogether."""
+    episode = make_episode("hand-0", 2)
+    notes = "city: city1"
+    both = _rollout_with(episode, notes, "Either city0 or city1.")
+    right = _rollout_with(episode, notes, "You live in city1.")
+    scorer = scorer_for(reward, stale_penalty_weight=weight)
+    ambiguous, correct = scorer(episode, both), scorer(episode, right)
+    assert ambiguous.verdict == "ambiguous" and correct.verdict == "correct"
+    if reward == "format":
+        assert ambiguous.reward == correct.reward == 1.0  # well-formed notes, whatever the answer
+    else:
+        assert ambiguous.reward < 1.0 <= correct.reward
+        assert ambiguous.reward - (0.5 if reward == "memory" else 0.0) <= 0.0
+
+
+@pytest.mark.parametrize(
+    ("notes", "answer", "expected"),
+    [
+        ("city: city1", "You live in city1.", 1.5),  # correct, and the notes it read held the value
+        ("city: city1", "I don't know.", 0.0),  # notes alone earn nothing: the answer must use them
+        ("city: city0", "You live in city1.", 1.0),  # a lucky answer from stale notes: no credit
+        ("likes: tea", "You live in city0.", -1.0),
+    ],
+)
+def test_the_notes_used_reward_pays_for_notes_only_beside_a_correct_answer(notes, answer, expected) -> None:
+    episode = make_episode("hand-0", 2)
+    assert scorer_for("notes_used")(episode, _rollout_with(episode, notes, answer)).reward == expected
+
+
+def test_the_format_reward_pays_for_well_formed_notes_replies_only() -> None:
+    episode = make_episode("hand-0", 2)
+    formatted = _rollout_with(episode, "city: city0", "You live in city0.")
+    prose = _rollout_with(episode, "I should remember the city.", "You live in city1.")
+    assert scorer_for("format")(episode, formatted).reward == 1.0  # a stale answer, well-formed notes
+    assert scorer_for("format")(episode, prose).reward == 0.0  # a correct answer, prose notes
+    assert scorer_for("format")(episode, prose).verdict == "correct"  # still graded and logged
 
 
 def test_reward_settings_are_checked() -> None:

@@ -16,6 +16,12 @@ import re
 _EDIT_LINE = re.compile(
     r"^\s*(?:[-*\u2022]|\d+[.)])?\s*`?(?P<subject>[^:`\n]{1,60}?)`?\s*:\s*(?P<value>.*?)`?\s*$"
 )
+# The same, except that a colon between two digits ("52:15", "10:30") is part of a time, never the
+# separator: "10K best: 52:15" keeps its time whole, and a bare "52:15" is no `52: 15` line.
+_EDIT_LINE_TIMES_KEPT = re.compile(
+    r"^\s*(?:[-*\u2022]|\d+[.)])?\s*`?(?P<subject>(?:[^:`\n]|(?<=\d):(?=\d)){1,60}?)`?"
+    r"\s*(?:(?<!\d):|:(?!\d))\s*(?P<value>.*?)`?\s*$"
+)
 # Small models often write the format's placeholder word literally: "subject: city: Austin".
 _PLACEHOLDER_SUBJECTS = frozenset({"subject", "topic", "fact", "key", "line", "new fact", "changed fact"})
 # Replies that say there is nothing to add ("NONE", "No new facts.").
@@ -24,22 +30,31 @@ _NOTHING = re.compile(
 )
 
 
+def says_nothing_new(reply: str) -> bool:
+    """The reply says there is nothing to add ("NONE", "No new facts.")."""
+    return bool(_NOTHING.match((reply or "").strip()))
+
+
 def subject_key(subject: str) -> str:
     """The form two subjects are compared in: lower case, single spaces, no edge punctuation."""
     return re.sub(r"\s+", " ", re.sub(r"^\W+|\W+$", "", subject.lower())).strip()
 
 
-def parse_edit_lines(reply: str) -> list[tuple[str, str]]:
-    """The (subject, value) pairs a reply states; prose lines and empty values are skipped."""
+def parse_edit_lines(reply: str, keep_times: bool = False) -> list[tuple[str, str]]:
+    """The (subject, value) pairs a reply states; prose lines and empty values are skipped.
+
+    `keep_times` never splits at a colon between digits (the agents from v12 on); the older agents
+    split at the first colon, and their recorded runs replay with that parse."""
+    pattern = _EDIT_LINE_TIMES_KEPT if keep_times else _EDIT_LINE
     edits: list[tuple[str, str]] = []
     for line in (reply or "").splitlines():
         if not line.strip() or _NOTHING.match(line.strip()):
             continue
-        match = _EDIT_LINE.match(line)
+        match = pattern.match(line)
         if match is None:
             continue
         subject, value = match["subject"].strip(), match["value"].strip()
-        inner = _EDIT_LINE.match(value) if subject_key(subject) in _PLACEHOLDER_SUBJECTS else None
+        inner = pattern.match(value) if subject_key(subject) in _PLACEHOLDER_SUBJECTS else None
         if inner is not None:
             subject, value = inner["subject"].strip(), inner["value"].strip()
         if subject_key(subject) and value and not _NOTHING.match(value):
@@ -48,7 +63,7 @@ def parse_edit_lines(reply: str) -> list[tuple[str, str]]:
 
 
 def apply_line_edits(
-    notes: str, reply: str, budget_chars: int, max_line_chars: int | None = None
+    notes: str, reply: str, budget_chars: int, max_line_chars: int | None = None, keep_times: bool = False
 ) -> tuple[str, int]:
     """The notes after a reply's edits, newest first and cut to `budget_chars`; and how many chars were cut.
 
@@ -58,10 +73,10 @@ def apply_line_edits(
     `max_line_chars` cuts each new line to that length first, so one long line (a quoted answer,
     a definition) cannot push every older line out at once.
     """
-    lines = parse_edit_lines(notes)
+    lines = parse_edit_lines(notes, keep_times)
     by_key = {subject_key(subject): (subject, value) for subject, value in lines}
     changed: list[tuple[str, str]] = []
-    for subject, value in parse_edit_lines(reply):
+    for subject, value in parse_edit_lines(reply, keep_times):
         if max_line_chars is not None:
             value = value[: max(1, max_line_chars - len(subject) - 2)].rstrip()
         key = subject_key(subject)

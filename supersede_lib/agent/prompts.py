@@ -312,6 +312,7 @@ class PromptSet:
     full_context_user: str = FULL_CONTEXT_USER
     notes_update: NotesUpdate = "rewrite"
     edit_line_chars: int | None = None  # line edits only: each new line is cut to this many characters
+    keep_times: bool = False  # line edits only: a colon between digits ("52:15") never splits a line
 
 
 _V1 = PromptSet(
@@ -423,6 +424,14 @@ PROMPT_VARIANTS["v11_line_edits_short_lines"] = replace(
     name="v11_line_edits_short_lines",
     summary="v10 with each new line cut to 60 characters, so one long reply cannot evict the whole memory",
     edit_line_chars=60,
+)
+# v10's measured fault (issue 26): a time value's colon split a line ("10K best: 52:15" read back as
+# "52: 15" when the model wrote the time first). Same prompts; the parse keeps times whole.
+PROMPT_VARIANTS["v12_line_edits_times_kept"] = replace(
+    PROMPT_VARIANTS["v10_line_edits_loose_answer"],
+    name="v12_line_edits_times_kept",
+    summary="v10 whose line parser never splits at a colon between digits (times stay whole)",
+    keep_times=True,
 )
 DEFAULT_PROMPT_VARIANT = "v1_worked_example"
 # Every word any variant's examples use: what `diagnostics.echoes_prompt_example` looks for.

@@ -112,7 +112,11 @@ class BoundedMemoryRollout:
             prompt_set = prompts.get_prompt_variant(self.prompt_variant)
             if prompt_set.notes_update == "line_edits":
                 capped, cut_chars = apply_line_edits(
-                    self.notes, reply, self.notes_budget_chars, prompt_set.edit_line_chars
+                    self.notes,
+                    reply,
+                    self.notes_budget_chars,
+                    prompt_set.edit_line_chars,
+                    keep_times=prompt_set.keep_times,
                 )
             else:
                 capped = reply.strip()[: self.notes_budget_chars]

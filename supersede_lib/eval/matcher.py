@@ -780,7 +780,9 @@ def _abstains(answer: str, text: AnalysedText) -> bool:
     return True
 
 
-def _verdict(answered_current: bool, asserted_stale: bool) -> Verdict:
+def _verdict(answered_current: bool, asserted_stale: bool, hedged: bool = False) -> Verdict:
+    if hedged and asserted_stale:
+        return "ambiguous"  # a list of candidates holding the current and a stale value commits to neither
     if answered_current:
         return "ambiguous" if asserted_stale else "correct"
     return "stale" if asserted_stale else "wrong"
@@ -819,7 +821,7 @@ def score_answer(
     - Values given to another thing (with `question`): see `_drop_other_things` ("Emergency fund:
       $725" beside "Grocery budget: $675" asserts nothing about the grocery budget).
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
-      that holds the gold and a stale value; its reward stays that of a stale answer), `wrong` (neither).
+      that holds the gold and a stale value), `wrong` (neither). An ambiguous reward is at most 0 at any λ.
 
     Rules that withhold r_cur (the stale check still runs, so dumping stale values is penalized):
     empty or whitespace answer -> wrong ("empty"); answer longer than `max_answer_chars` once stripped
@@ -861,10 +863,10 @@ def score_answer(
         context = _hedge_context(text, gold_values, stale_values, gold_hits, stale_hits, framing)
         if _is_hedged(context, gold_hits):
             answered_current, reason = False, "hedged"
+    verdict = _verdict(answered_current, asserted_stale, hedged=reason == "hedged")
     reward = float(answered_current) - stale_penalty_weight * float(asserted_stale)
-    verdict = _verdict(answered_current, asserted_stale)
-    if reason == "hedged" and asserted_stale:
-        verdict = "ambiguous"  # a list of candidates holding the current and a stale value commits to neither
+    if verdict == "ambiguous":
+        reward = min(reward, 0.0)  # the reward is the evaluation's verdict: naming both values earns nothing
     return Score(verdict, answered_current, asserted_stale, reward, reason)
 
 

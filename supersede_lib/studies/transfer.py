@@ -52,7 +52,7 @@ from supersede_lib.studies.training import (
     planned_arms,
     recorded_run,
 )
-from supersede_lib.train.config import CURRICULUM_MODES, REWARDS, SUMMARY_FILE
+from supersede_lib.train.config import CURRICULUM_MODES, SUMMARY_FILE
 from supersede_lib.train.run import read_run_summary, resolve_base_model, run_dir_for
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ def curriculum_comparison(correct_by_model: dict[str, pd.Series], checkpoints: p
 
 def reward_comparison(correct_by_model: dict[str, pd.Series], checkpoints: pd.DataFrame) -> pd.DataFrame:
     """Sparse vs memory reward at each run's final checkpoint, per curriculum (`arm_comparison`)."""
-    return arm_comparison(correct_by_model, checkpoints, "reward_type", REWARDS)
+    return arm_comparison(correct_by_model, checkpoints, "reward_type", ("sparse", "memory"))
 
 
 def table3(checkpoints: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from supersede_lib.models.numbers import check_numbers
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
 PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")
 CPU_DTYPES = ("auto", "bfloat16", "float32")
-REWARDS = ("sparse", "memory")
+REWARDS = ("sparse", "memory", "notes_used", "format")  # train.rewards.scorer_for says what each pays
 DEFAULT_REWARD = "sparse"  # the paper's: the answer alone
 CURRICULUM_MODES = ("fixed", "adaptive")
 LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

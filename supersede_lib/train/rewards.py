@@ -17,9 +17,11 @@ import torch
 from trl.trainer.utils import nanstd
 
 from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.notes_edits import parse_edit_lines, says_nothing_new
 from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.eval.matcher import Score, score_episode_answer
 from supersede_lib.eval.memory_metrics import notes_holdings
+from supersede_lib.train.config import REWARDS
 from supersede_lib.train.samples import TrajectoryRecord
 
 # A trajectory's reward: the rubric's `Score` (its verdict and reason get logged too) or a bare number.
@@ -86,15 +88,68 @@ def memory_credit_scorer(stale_penalty_weight: float = 1.0, memory_credit: float
     return score
 
 
+def notes_used_scorer(stale_penalty_weight: float = 1.0, memory_credit: float = 0.5) -> TrajectoryScorer:
+    """The sparse reward plus `memory_credit` only when the answer is correct AND the notes it read
+    held the current value: notes are paid for only when the answer uses them.
+
+    The `memory` reward pays for notes whatever the answer does; a policy can then earn it or lose
+    it by notes alone, and several `memory` runs ended writing no notes at all (docs/training.md,
+    "The collapse"). Tying the credit to a correct answer removes that separate route.
+    """
+    if not 0 <= memory_credit < 1:
+        raise ValueError(f"memory_credit must be in [0, 1), got {memory_credit}")
+    sparse = rubric_scorer(stale_penalty_weight)
+
+    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
+        answer = sparse(episode, rollout)
+        if answer.verdict != "correct" or not _notes_hold_current(episode, rollout.notes):
+            return answer
+        note = f"notes credit +{memory_credit:g}: a correct answer read notes holding the current value"
+        return dataclasses.replace(answer, reward=answer.reward + memory_credit, reason=note)
+
+    return score
+
+
+def well_formed_notes(rollout: BoundedMemoryRollout) -> bool:
+    """Every notes reply of the rollout states at least one `subject: value` line (or says there is
+    nothing new): the line-edit agent's format, whatever the lines say."""
+    replies = [turn.reply for turn in rollout.turns if turn.kind == "notes"]
+    return bool(replies) and all(parse_edit_lines(reply) or says_nothing_new(reply) for reply in replies)
+
+
+def format_only_scorer() -> TrajectoryScorer:
+    """A control: reward 1 for well-formed notes replies (`well_formed_notes`), nothing for the answer.
+
+    If an arm trained on this matches the arms trained on the answer, those learned the output format,
+    not supersession (issue 26). The answer is still graded, so its verdict is logged, but the reward
+    ignores it: a hedged or wrong answer earns exactly what a correct one does.
+    """
+    sparse = rubric_scorer(0.0)
+
+    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
+        answer = sparse(episode, rollout)
+        formatted = well_formed_notes(rollout)
+        note = "format reward: " + ("every notes reply well formed" if formatted else "a notes reply was not")
+        return dataclasses.replace(answer, reward=float(formatted), reason=note)
+
+    return score
+
+
 def scorer_for(
     reward: str, stale_penalty_weight: float = 1.0, memory_credit: float = 0.5
 ) -> TrajectoryScorer:
-    """`sparse` (the paper's: the answer alone) or `memory` (sparse + credit for current notes)."""
+    """`sparse` (the paper's: the answer alone), `memory` (sparse + credit for current notes),
+    `notes_used` (sparse + that credit only beside a correct answer) or `format` (a control: well-formed
+    notes replies only). Every answer-based reward reads the evaluation's verdict (ambiguous <= 0)."""
     if reward == "sparse":
         return rubric_scorer(stale_penalty_weight)
     if reward == "memory":
         return memory_credit_scorer(stale_penalty_weight, memory_credit)
-    raise ValueError(f"unknown reward {reward!r}; expected 'sparse' or 'memory'")
+    if reward == "notes_used":
+        return notes_used_scorer(stale_penalty_weight, memory_credit)
+    if reward == "format":
+        return format_only_scorer()
+    raise ValueError(f"unknown reward {reward!r}; expected one of {REWARDS}")
 
 
 def score_trajectory(scorer: TrajectoryScorer, trajectory: TrajectoryRecord) -> None:
