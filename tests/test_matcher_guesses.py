@@ -142,6 +142,16 @@ def test_a_value_on_a_line_about_another_thing_is_not_asserted() -> None:
     assert score_answer(dump, ["$675"], ["$725"]).verdict == "ambiguous"  # no question: no labels read
     swapped = "Grocery budget: $725\nEmergency fund: $675"
     assert score_answer(swapped, ["$675"], ["$725"], question=question).verdict == "stale"
+    other_day = "sitting time: Monday\nweekly call: sister"  # found reading the regenerated record
+    assert (
+        score_answer(other_day, ["Monday"], [], question="What day is my weekly call with my sister?").verdict
+        == "wrong"
+    )
+    workout = "Gym: Blink Fitness\nRest days: 7"  # "days" is a time word: no line is about the question
+    assert (
+        score_answer(workout, ["Blink Fitness"], [], question="Where do I work out these days?").verdict
+        == "correct"
+    )
     single = "Emergency fund: $675"  # one line: no dump, so its label is not checked
     assert score_answer(single, ["$675"], [], question=question).verdict == "correct"
 
@@ -163,6 +173,7 @@ TRAINED_ANSWER_CASES = [
     # "X and Y are ...": Y is a second candidate
     ("Salsa dancing and cycling are the hobbies I have lately.", ["salsa dancing"], [], "wrong"),
     ("Denver and Boston are both possible.", ["Denver"], [], "wrong"),
+    ("The employer is Spotify, and the raise is small.", ["Spotify"], [], "correct"),
     # every number of a value is needed: "48 minutes" is not "31 minutes 48 seconds"
     ("48 minutes", ["31:09", "31 minutes 9 seconds"], ["31:48", "31 minutes 48 seconds"], "wrong"),
     ("31 minutes and 9 seconds", ["31:09", "31 minutes 9 seconds"], ["31:48"], "correct"),

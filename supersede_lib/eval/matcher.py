@@ -117,6 +117,10 @@ class Score:
     reason: str = ""
 
 
+TIME_STEMS = frozenset(content_stems(analyse("day days moment now today lately currently week time").words))
+"""Words of when, not what: they relate no notes line to the question ("these days", "rest days")."""
+
+
 @dataclass(frozen=True)
 class _Segment:
     """One list item: tokens [start, end), and what separates it from the item before.
@@ -644,11 +648,15 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
 
 
 def _co_subject(text: AnalysedText, segment: _Segment) -> list[int]:
-    """The words a segment opens with when a verb follows them: "Salsa dancing and cycling are my
-    hobbies" offers "cycling" beside the gold, whatever the rest of the sentence says."""
+    """The words a segment opens with when a plural verb follows them and a bare "and"/"or" joins it
+    to the gold: "Salsa dancing and cycling are my hobbies" offers "cycling" beside the gold, whatever
+    the rest says ("The employer is Spotify, and the raise is small" offers nothing)."""
+    joined = segment.start > 0 and text.words[segment.start - 1] in {"and", "or"}
+    if not joined or text.breaks[segment.start - 1]:
+        return []
     lead: list[int] = []
     for position in range(segment.start, segment.end):
-        if text.words[position] in AUXILIARIES:
+        if text.words[position] in {"are", "were"}:
             return lead
         if text.words[position] in STOPWORDS:
             return []
@@ -874,7 +882,7 @@ def _labelled_lines(answer: str, question: str, n_words: int) -> tuple[frozenset
     """Token positions of the answer's `label: value` lines whose label shares a word with the
     question, and of those whose label does not. Both empty when the lines do not split into the
     whole answer's tokens."""
-    asked = set(content_stems(analyse(question).words))
+    asked = set(content_stems(analyse(question).words)) - TIME_STEMS
     about: set[int] = set()
     other: set[int] = set()
     start = 0
@@ -893,12 +901,13 @@ def _labelled_lines(answer: str, question: str, n_words: int) -> tuple[frozenset
 def _drop_other_things(
     answer: str, question: str, text: AnalysedText, gold_hits: list[_Hit], stale_hits: list[_Hit]
 ) -> tuple[list[_Hit], list[_Hit]]:
-    """When some value sits on a notes line labelled with the asked thing, values on lines labelled
-    with other things are theirs, not answers (`score_answer`, "Values given to another thing").
-    Without such a line nothing is dropped: a label's words need not be the question's ("gym" for
-    "where do I work out")."""
+    """When some notes line of the answer is labelled with the asked thing, values on lines labelled
+    with other things are theirs, not answers (`score_answer`, "Values given to another thing"):
+    "sitting time: Monday" beside "weekly call: sister" does not date the weekly call. Without such a
+    line nothing is dropped: a label's words need not be the question's ("gym" for "where do I work
+    out"), and time words ("these days", "at the moment") relate no line to the question."""
     about, other = _labelled_lines(answer, question, len(text.words))
-    if not any(hit.positions & about for hit in gold_hits + stale_hits):
+    if not about:
         return gold_hits, stale_hits
     return (
         [hit for hit in gold_hits if not hit.positions & other],
