@@ -44,7 +44,7 @@ def test_matcher_agrees_with_the_human_labels(graded) -> None:
 def test_matcher_on_trained_adapters_answers(graded) -> None:
     """Answers of GRPO-trained adapters (issue 26): the policy optimised against the matcher. Credit
     (correct or not, what accuracy and the reward read) must agree as often as the base models'
-    verdicts; the exact verdict is held to the floor measured on the blind held-out batches (95.9%
+    verdicts; the exact verdict is held to the floor measured on the blind held-out batches (95.7%
     over 560 answers, 94.4% on each of the last two batches at their freeze), below the issue's 98%
     target, which is not met (labels README, "Agreement on trained answers")."""
     trained = graded[graded["population"] == "trained adapter"]

@@ -133,27 +133,14 @@ def test_a_label_before_a_colon_is_not_a_rival_value(answer: str, gold: str) -> 
     assert score_answer(answer, [gold], []).verdict == "correct"
 
 
-def test_a_value_on_a_line_about_another_thing_is_not_asserted() -> None:
-    """In a dump of notes lines, the line labelled with the asked thing answers; the others are other
-    things' values (issue 26: "a value attributed to another person or thing")."""
-    question = "How much is my monthly grocery budget at the moment?"
-    dump = "Grocery budget: $675\nEmergency fund: $725\nfencing gift: beginner"
-    assert score_answer(dump, ["$675"], ["$725"], question=question).verdict == "correct"
-    assert score_answer(dump, ["$675"], ["$725"]).verdict == "ambiguous"  # no question: no labels read
-    swapped = "Grocery budget: $725\nEmergency fund: $675"
-    assert score_answer(swapped, ["$675"], ["$725"], question=question).verdict == "stale"
-    other_day = "sitting time: Monday\nweekly call: sister"  # found reading the regenerated record
-    assert (
-        score_answer(other_day, ["Monday"], [], question="What day is my weekly call with my sister?").verdict
-        == "wrong"
-    )
-    workout = "Gym: Blink Fitness\nRest days: 7"  # "days" is a time word: no line is about the question
-    assert (
-        score_answer(workout, ["Blink Fitness"], [], question="Where do I work out these days?").verdict
-        == "correct"
-    )
-    single = "Emergency fund: $675"  # one line: no dump, so its label is not checked
-    assert score_answer(single, ["$675"], [], question=question).verdict == "correct"
+def test_a_stale_value_on_another_notes_line_still_withholds_credit() -> None:
+    """A dump of notes lines that holds the old value under another label is no committed answer: a
+    rule reading labels ("Emergency fund: $725" is another thing's) was tried and dropped, because
+    labels name things in their own words ("carrier: US Mobile" beside "phone plan: Xfinity Mobile"
+    for "who is my cell phone provider?") and a policy could learn to dump both values under two."""
+    question = "Who is my cell phone provider?"
+    dump = "phone plan: Xfinity Mobile\ncarrier: US Mobile"
+    assert score_answer(dump, ["Xfinity Mobile"], ["US Mobile"], question=question).verdict == "ambiguous"
 
 
 # Rules found on the trained adapters' answers (labels ans-511..750; issue 26, item 5), each general:

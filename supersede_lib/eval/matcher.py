@@ -117,10 +117,6 @@ class Score:
     reason: str = ""
 
 
-TIME_STEMS = frozenset(content_stems(analyse("day days moment now today lately currently week time").words))
-"""Words of when, not what: they relate no notes line to the question ("these days", "rest days")."""
-
-
 @dataclass(frozen=True)
 class _Segment:
     """One list item: tokens [start, end), and what separates it from the item before.
@@ -826,8 +822,8 @@ def score_answer(
       stale mention does not count either (gold "Detroit" in stale "downtown Detroit"). A stale
       value that normalizes to the same text as a gold value is ignored. In the overlap fallback only
       the tokens a value does not share with its rivals count.
-    - Values given to another thing (with `question`): see `_drop_other_things` ("Emergency fund:
-      $725" beside "Grocery budget: $675" asserts nothing about the grocery budget).
+    - Values given to someone else: see `_is_someone_elses`; `question` names the things that are
+      the user's own ("Kitten's name is Ziggy" for "my kitten's name").
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value), `wrong` (neither). An ambiguous reward is at most 0 at any λ.
 
@@ -853,8 +849,6 @@ def score_answer(
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question)
-    if question:
-        gold_hits, stale_hits = _drop_other_things(answer, question, text, gold_hits, stale_hits)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
@@ -876,43 +870,6 @@ def score_answer(
     if verdict == "ambiguous":
         reward = min(reward, 0.0)  # the reward is the evaluation's verdict: naming both values earns nothing
     return Score(verdict, answered_current, asserted_stale, reward, reason)
-
-
-def _labelled_lines(answer: str, question: str, n_words: int) -> tuple[frozenset[int], frozenset[int]]:
-    """Token positions of the answer's `label: value` lines whose label shares a word with the
-    question, and of those whose label does not. Both empty when the lines do not split into the
-    whole answer's tokens."""
-    asked = set(content_stems(analyse(question).words)) - TIME_STEMS
-    about: set[int] = set()
-    other: set[int] = set()
-    start = 0
-    for line in SPEAKER_LABEL.sub("", answer).splitlines():
-        size = len(analyse(line).words)
-        label, colon, _ = line.partition(":")
-        if colon and size:
-            related = bool(set(content_stems(analyse(label).words)) & asked)
-            (about if related else other).update(range(start, start + size))
-        start += size
-    if start != n_words:
-        return frozenset(), frozenset()
-    return frozenset(about), frozenset(other)
-
-
-def _drop_other_things(
-    answer: str, question: str, text: AnalysedText, gold_hits: list[_Hit], stale_hits: list[_Hit]
-) -> tuple[list[_Hit], list[_Hit]]:
-    """When some notes line of the answer is labelled with the asked thing, values on lines labelled
-    with other things are theirs, not answers (`score_answer`, "Values given to another thing"):
-    "sitting time: Monday" beside "weekly call: sister" does not date the weekly call. Without such a
-    line nothing is dropped: a label's words need not be the question's ("gym" for "where do I work
-    out"), and time words ("these days", "at the moment") relate no line to the question."""
-    about, other = _labelled_lines(answer, question, len(text.words))
-    if not about:
-        return gold_hits, stale_hits
-    return (
-        [hit for hit in gold_hits if not hit.positions & other],
-        [hit for hit in stale_hits if not hit.positions & other],
-    )
 
 
 def _asserted_hits(
