@@ -35,7 +35,11 @@ def test_every_committed_profile_validates(path: Path) -> None:
     assert isinstance(profile, Profile) and profile.name == path.stem
     assert profile.source == f"configs/{path.name}"
     sections = ("isolation", "frontier", "scale", "environment", "saturation", "training", "transfer")
-    if profile.name in ("colab", "cpu_proof"):  # notebooks 06-07 only (one Colab session; the CPU proof)
+    if profile.name in (
+        "colab",
+        "cpu_proof",
+        "cpu_proof_prereg",
+    ):  # notebooks 06-07 only (one Colab session; the CPU proof)
         sections = ("training", "transfer")
     for section in sections:
         assert profile.require(section) is not None, section
@@ -92,7 +96,9 @@ def test_bad_values_say_what_is_allowed(tmp_path: Path) -> None:
     message = _error(tmp_path, MINIMAL + "training: {preset: smoke, overrides: {learning_rat: 0.1}}\n")
     assert "training.overrides: unknown TrainingConfig field(s) learning_rat" in message
     message = _error(tmp_path, MINIMAL + "training: {preset: smoke, rewards: [sparse, dense]}\n")
-    assert message.endswith("training.rewards[1]: must be one of 'sparse' or 'memory' (got 'dense')")
+    assert message.endswith(
+        "training.rewards[1]: must be one of 'sparse', 'memory', 'notes_used' or 'format' (got 'dense')"
+    )
     message = _error(
         tmp_path, MINIMAL + "training: {preset: smoke, rewards: [memory], overrides: {reward: memory}}\n"
     )

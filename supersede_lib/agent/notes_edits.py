@@ -30,6 +30,26 @@ _NOTHING = re.compile(
 )
 
 
+MAX_REPAIRED_LINES = 5
+"""A repaired reply keeps at most this many of its prose lines."""
+
+
+def repair_prose_reply(reply: str, session_number: int, keep_times: bool = True) -> str:
+    """A reply with no `subject: value` line (and not "nothing new") as lines the memory can keep.
+
+    Each non-empty prose line becomes `note <session>.<k>: <line>` (bullets dropped), so nothing the
+    model wrote is lost for want of the format, and no line of another session is overwritten. This
+    is the deterministic format control of issue 26: the same model, its replies held to lines.
+    """
+    if parse_edit_lines(reply, keep_times) or says_nothing_new(reply):
+        return reply
+    lines = [
+        re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s*", "", line).strip() for line in (reply or "").splitlines()
+    ]
+    kept = [line for line in lines if line][:MAX_REPAIRED_LINES]
+    return "\n".join(f"note {session_number}.{index}: {line}" for index, line in enumerate(kept, start=1))
+
+
 def says_nothing_new(reply: str) -> bool:
     """The reply says there is nothing to add ("NONE", "No new facts.")."""
     return bool(_NOTHING.match((reply or "").strip()))

@@ -313,6 +313,7 @@ class PromptSet:
     notes_update: NotesUpdate = "rewrite"
     edit_line_chars: int | None = None  # line edits only: each new line is cut to this many characters
     keep_times: bool = False  # line edits only: a colon between digits ("52:15") never splits a line
+    repair_prose: bool = False  # line edits only: a reply with no line becomes lines (`repair_prose_reply`)
 
 
 _V1 = PromptSet(
@@ -432,6 +433,14 @@ PROMPT_VARIANTS["v12_line_edits_times_kept"] = replace(
     name="v12_line_edits_times_kept",
     summary="v10 whose line parser never splits at a colon between digits (times stay whole)",
     keep_times=True,
+)
+# The format-controlled base of the pre-registered CPU proof (issue 26): v12 whose prose replies are
+# repaired into lines, so a base that writes prose instead of lines keeps what it wrote.
+PROMPT_VARIANTS["v12_line_edits_repaired"] = replace(
+    PROMPT_VARIANTS["v12_line_edits_times_kept"],
+    name="v12_line_edits_repaired",
+    summary="v12 whose notes replies without a `subject: value` line are kept as numbered note lines",
+    repair_prose=True,
 )
 DEFAULT_PROMPT_VARIANT = "v1_worked_example"
 # Every word any variant's examples use: what `diagnostics.echoes_prompt_example` looks for.

@@ -21,7 +21,7 @@ from typing import Literal
 
 from supersede_lib.agent import prompts
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.notes_edits import apply_line_edits
+from supersede_lib.agent.notes_edits import apply_line_edits, repair_prose_reply
 
 TurnKind = Literal["notes", "answer"]
 
@@ -111,9 +111,12 @@ class BoundedMemoryRollout:
         if kind == "notes":
             prompt_set = prompts.get_prompt_variant(self.prompt_variant)
             if prompt_set.notes_update == "line_edits":
+                edits = reply
+                if prompt_set.repair_prose:
+                    edits = repair_prose_reply(reply, self.sessions_consumed + 1, prompt_set.keep_times)
                 capped, cut_chars = apply_line_edits(
                     self.notes,
-                    reply,
+                    edits,
                     self.notes_budget_chars,
                     prompt_set.edit_line_chars,
                     keep_times=prompt_set.keep_times,

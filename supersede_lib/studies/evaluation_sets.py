@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from supersede_lib.studies import evidence, profiles
 from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER, StudyResult, record_summary
 from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError, TransferBlock
 from supersede_lib.studies.training import TrainedRun, checkpoint_model_name, model_label, planned_arms
+from supersede_lib.train.config import TrainingConfig
 from supersede_lib.train.run import resolve_base_model
 
 REAL_RECORDS_FOLDER = "real_records"  # git-ignored but for the manifests: real LongMemEval text
@@ -95,6 +96,17 @@ def run_settings(block: TransferBlock, runs: Sequence[TrainedRun]) -> RunSetting
         concurrency=1,  # one local model: concurrent calls would only queue
         **({"max_tokens_notes": cap, "max_tokens_answer": cap} if cap else {}),
     )
+
+
+def set_settings(block: TransferBlock, evaluation: EvaluationSet, runs: Sequence[TrainedRun]) -> RunSettings:
+    """`run_settings`, with the set's own agent and token caps where it names them."""
+    settings = run_settings(block, runs)
+    changes = {
+        "prompt_variant": evaluation.prompt_variant,
+        "max_tokens_notes": evaluation.max_tokens_notes,
+        "max_tokens_answer": evaluation.max_tokens_answer,
+    }
+    return replace(settings, **{key: value for key, value in changes.items() if value is not None})
 
 
 def recorded_model(folder: Path, label: str) -> tuple[str, str] | None:
@@ -169,17 +181,36 @@ def evaluate_set(
     profile: Profile, evaluation: EvaluationSet, runs: Sequence[TrainedRun], progress: bool = True
 ) -> None:
     """Judge every model of one set not finished yet (live with its weights, else from recorded replies)."""
+    # runs read back from 06's committed files have no adapters here: every model replays, as in Table 3
+    replay = not profiles.live_calls_forced() and any(run.recorded for run in runs)
+    models = set_models(profile, evaluation, runs)
+    judge_models(
+        profile, evaluation, runs[0].config, models, settings_runs=runs, replay=replay, progress=progress
+    )
+
+
+def judge_models(
+    profile: Profile,
+    evaluation: EvaluationSet,
+    config: TrainingConfig,
+    models: Sequence[SetModel],
+    *,
+    settings_runs: Sequence[TrainedRun] | None = None,
+    replay: bool = False,
+    progress: bool = True,
+) -> None:
+    """Judge `models` on one set with the agent `config` trained (the base needs no run): each model
+    not finished yet runs live with its weights, or (`replay`) from its recorded replies."""
     block: TransferBlock = profile.require("transfer")
     episodes = _episodes(evaluation)
     if episodes is None:
         return
     folder, live = set_folder(profile, evaluation), profiles.live_calls_forced()
     folder.mkdir(parents=True, exist_ok=True)
-    base_path, settings = resolve_base_model(runs[0].config), run_settings(block, runs)
+    base_path = resolve_base_model(config)
+    settings = set_settings(block, evaluation, settings_runs or [_ConfigOnly(config)])
     cache, evaluated = _set_cache(profile, evaluation), False
-    # runs read back from 06's committed files have no adapters here: every model replays, as in Table 3
-    replay = not live and any(run.recorded for run in runs)
-    for model in set_models(profile, evaluation, runs):
+    for model in models:
         if _finished(folder, model.label) and not live:
             continue
         inner = (
@@ -191,7 +222,7 @@ def evaluate_set(
         wrapped = CachedChatModel(inner, cache, replay=not live, commit=profiles.commit_label())
         run_condition(
             episodes,
-            "bounded_memory",
+            evaluation.condition,
             wrapped,
             settings,
             output_dir=folder,
@@ -201,6 +232,13 @@ def evaluate_set(
         getattr(inner, "close", lambda: None)()
     if evaluated and not replay and not evaluation.real_records:  # a replay adds no recorded reply
         profiles.save_recorded_responses(profile)
+
+
+@dataclass(frozen=True)
+class _ConfigOnly:
+    """Stands in for a trained run where only its config matters (`run_settings` of the base alone)."""
+
+    config: TrainingConfig
 
 
 def evaluate_sets(profile: Profile, runs: Sequence[TrainedRun], progress: bool = True) -> None:

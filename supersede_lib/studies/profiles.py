@@ -51,7 +51,7 @@ from supersede_lib.train.config import (
 
 CONFIG_DIR = REPO_ROOT / "configs"
 OUTPUT_ROOT = Path(os.environ.get("SUPERSEDE_OUTPUT_DIR", REPO_ROOT / "outputs"))
-PROFILES = ("smoke", "offline", "local", "paper", "colab", "cpu_proof")
+PROFILES = ("smoke", "offline", "local", "paper", "colab", "cpu_proof", "cpu_proof_prereg")
 
 Count = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
 Budget = Annotated[int, Strict(), Field(ge=1, le=100_000)]  # characters of notes: the paper's is 300
@@ -207,7 +207,9 @@ class EvaluationSet(_Block):
     """One named evaluation set of 07: its episodes, the engine, and which models it judges.
 
     `engine: prefix_cache` reuses the keys and values of the shared prompt prefix (a second, faster
-    engine whose replies are cached apart). `models` names `base` and checkpoint labels
+    engine whose replies are cached apart). `condition`, `prompt_variant` and the token caps change
+    how this set runs from the block's (the full-context ceiling, a format-controlled agent, caps that
+    do not cut). `models` names `base` and checkpoint labels
     (`sparse__seed-0__step-20`); unset, the base and every checkpoint. LongMemEval episodes are
     real records: their per-question files and replies stay out of git (only counts and verdicts
     are committed), and the set is skipped where its `local_path` file is absent.
@@ -217,11 +219,39 @@ class EvaluationSet(_Block):
     episodes: EpisodeSpec
     engine: Literal[ENGINES] = "whole_prompt"
     models: list[str] | None = Field(default=None, min_length=1)
+    # the full-context ceiling reads every session instead of the notes (`full_context`)
+    condition: Literal["bounded_memory", "full_context"] = "bounded_memory"
+    # another agent than the training's (e.g. the format-controlled base: `v12_line_edits_repaired`)
+    prompt_variant: str | None = None
+    # this set's token caps instead of the block's (a hard set whose answers must not be cut)
+    max_tokens_notes: Annotated[int, Field(ge=1, le=4096)] | None = None
+    max_tokens_answer: Annotated[int, Field(ge=1, le=4096)] | None = None
 
     @property
     def real_records(self) -> bool:
         """Real LongMemEval text: never committed."""
         return self.episodes.source == "longmemeval"
+
+
+class PreregistrationBlock(_Block):
+    """What a proof decided before any run it governs (docs/preregistration.md): the primary arm and
+    metric, the test, what counts as success, the stopping rule, the sets' roles and the order of runs.
+    Text a reader holds the results to; `order` ("verdict s11, format s11, ...") also drives
+    `studies.preregistered`."""
+
+    committed_before: str
+    primary_arm: ArmName
+    primary_metric: str
+    primary_test: str
+    success: str
+    secondary: str = ""
+    comparisons: str = ""
+    trend: str = ""
+    stopping_rule: str
+    selection_set: str
+    test_set: str
+    order: str
+    exploratory: str
 
 
 class TransferBlock(_Block):
@@ -268,6 +298,7 @@ class Profile(_Block):
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
     cache_path: str | None = None
     recorded_responses: str | None = None  # repository-relative .jsonl.gz of the profile's model replies
+    preregistration: PreregistrationBlock | None = None  # decided before the runs it governs
     overview: OverviewBlock = OverviewBlock()
     isolation: IsolationBlock | None = None
     frontier: FrontierBlock | None = None

@@ -37,7 +37,7 @@ from supersede_lib.studies.common import (
     record_summary,
     write_table,
 )
-from supersede_lib.studies.profiles import Profile, TrainingArm, TrainingBlock
+from supersede_lib.studies.profiles import Profile, ProfileError, TrainingArm, TrainingBlock
 from supersede_lib.train.config import (
     CONFIG_FILE,
     DEFAULT_REWARD,
@@ -356,6 +356,16 @@ def recorded_run(
     result = read_run_summary(summary)
     result = dataclasses.replace(result, output_dir=directory, metrics_path=metrics)
     return TrainedRun(curriculum, seed, config, result, recorded=True, arm=arm)
+
+
+def train_arm_seed(profile: Profile, arm_name: str, seed: int) -> TrainedRun:
+    """Train (or resume) one run of a named arm, whatever the block's seeds: a pre-registered proof
+    trains its runs one at a time, in its registered order (`studies.preregistered`)."""
+    arms = {arm.name: arm for arm in planned_arms(profile)}
+    if arm_name not in arms:
+        raise ProfileError(f"{profile.source}: no training arm named {arm_name!r} (arms: {', '.join(arms)})")
+    arm = arms[arm_name]
+    return TrainedRun(arm.curriculum, seed, arm.config, train(arm.config, seed), arm=arm.name)
 
 
 def train_runs(

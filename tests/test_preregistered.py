@@ -1,0 +1,111 @@
+"""The pre-registered CPU proof (issue 26): the design is data, checked before any run it governs.
+
+These tests hold the committed profile to what docs/preregistration.md promises (fresh seeds, a test
+set of its own with n >= 200, every registered run judged on it, the controls beside it) and check the
+pieces the runs use: the format repair, the registered order and the per-set settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_episode  # noqa: E402
+
+from supersede_lib.agent.notes_edits import parse_edit_lines, repair_prose_reply
+from supersede_lib.agent.rollout import BoundedMemoryRollout
+from supersede_lib.studies import evaluation_sets, preregistered, profiles
+from supersede_lib.studies.evaluation_sets import set_settings
+from supersede_lib.studies.training import planned_arms
+
+PROFILE = profiles.load_profile("cpu_proof_prereg")
+EXPLORATORY = profiles.load_profile("cpu_proof")
+
+
+def _sets() -> dict:
+    return {item.name: item for item in PROFILE.require("transfer").evaluations}
+
+
+def test_the_registered_seeds_are_fresh_and_every_registered_run_is_an_arm() -> None:
+    used = {seed for arm in planned_arms(EXPLORATORY) for seed in arm.seeds}
+    arms = {arm.name: arm for arm in planned_arms(PROFILE)}
+    order = preregistered.registered_order(PROFILE)
+    assert PROFILE.require("preregistration").primary_arm in arms
+    assert {(name, seed) for name, arm in arms.items() for seed in arm.seeds} == set(order)
+    assert not used & {seed for _, seed in order}  # never used for a reported number
+
+
+def test_the_test_set_is_its_own_and_judges_every_final_checkpoint() -> None:
+    sets = _sets()
+    test, selection = sets["test"].episodes, sets["selection"].episodes
+    assert test.n >= 200 and test.seed not in {selection.seed} | {
+        500 + s for _, s in preregistered.registered_order(PROFILE)
+    }
+    finals = {preregistered.final_label(arm, seed) for arm, seed in preregistered.registered_order(PROFILE)}
+    assert finals | {"base"} == set(sets["test"].models)
+    assert sets["selection"].models == ["base"]  # development only: no trained run is chosen on it
+
+
+def test_the_controls_run_the_same_base_on_the_same_test_episodes() -> None:
+    sets = _sets()
+    for name in ("test-format-controlled", "test-full-context"):
+        assert sets[name].episodes == sets["test"].episodes and sets[name].models == ["base"]
+    assert sets["test-format-controlled"].prompt_variant == "v12_line_edits_repaired"
+    assert sets["test-full-context"].condition == "full_context"
+    assert sets["hard"].episodes.n >= 100
+
+
+def test_a_set_may_run_its_own_agent_and_token_caps() -> None:
+    block = PROFILE.require("transfer")
+    config = planned_arms(PROFILE)[0].config
+    run = evaluation_sets._ConfigOnly(config)
+    hard = set_settings(block, _sets()["hard"], [run])
+    assert (hard.max_tokens_notes, hard.max_tokens_answer) == (160, 128)
+    plain = set_settings(block, _sets()["test"], [run])
+    assert plain.max_tokens_answer == config.max_completion_length  # the cap the policy trained under
+    assert (
+        set_settings(block, _sets()["test-format-controlled"], [run]).prompt_variant
+        == "v12_line_edits_repaired"
+    )
+
+
+def test_the_format_repair_keeps_prose_as_lines_and_leaves_lines_alone() -> None:
+    assert repair_prose_reply("city: Denver", 1) == "city: Denver"
+    assert repair_prose_reply("NONE", 2) == "NONE"
+    repaired = repair_prose_reply("- I moved to Denver.\n\nMy gym is Blink Fitness.", 2)
+    assert repaired == "note 2.1: I moved to Denver.\nnote 2.2: My gym is Blink Fitness."
+    assert parse_edit_lines(repaired, keep_times=True)
+
+
+def test_the_repaired_agent_keeps_what_the_plain_agent_drops() -> None:
+    episode = make_episode("hand-0", 2)
+    kept, dropped = (
+        BoundedMemoryRollout(episode, 300, prompt_variant=v)
+        for v in ("v12_line_edits_repaired", "v12_line_edits_times_kept")
+    )
+    for rollout in (kept, dropped):
+        rollout.step("You moved to city1 last week.")
+    assert "city1" in kept.notes and dropped.notes == ""
+    assert kept.turns[0].reply == "You moved to city1 last week."  # the model's own reply is what is logged
+
+
+def test_the_next_run_is_the_first_registered_one_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    order = preregistered.registered_order(PROFILE)
+    assert preregistered.next_run(PROFILE) == order[0]
+    for item in _sets().values():
+        if item.models and preregistered.final_label(*order[0]) in item.models and not item.real_records:
+            folder = preregistered.set_folder(PROFILE, item)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{preregistered.final_label(*order[0])}.csv").write_text("x\n")
+    assert preregistered.next_run(PROFILE) == order[1]
+
+
+def test_a_malformed_order_is_named() -> None:
+    bad = PROFILE.model_copy(
+        update={"preregistration": PROFILE.preregistration.model_copy(update={"order": "verdict 11"})}
+    )
+    with pytest.raises(profiles.ProfileError, match="verdict 11"):
+        preregistered.registered_order(bad)
