@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import make_episode  # noqa: E402
 
@@ -109,3 +110,33 @@ def test_a_malformed_order_is_named() -> None:
     )
     with pytest.raises(profiles.ProfileError, match="verdict 11"):
         preregistered.registered_order(bad)
+
+
+def _write_set(tmp_path: Path, set_name: str, label: str, correct: list[bool]) -> None:
+    folder = preregistered.set_folder(PROFILE, _sets()[set_name])
+    folder.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(
+        {
+            "episode_id": [f"e{i}" for i in range(len(correct))],
+            "verdict": ["correct" if c else "wrong" for c in correct],
+        }
+    )
+    frame.to_csv(folder / f"{label}.csv", index=False)
+
+
+def test_the_registered_analysis_pairs_by_episode_against_the_controls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    n = 200
+    _write_set(tmp_path, "test", "base", [i < 40 for i in range(n)])  # 20%
+    _write_set(tmp_path, "test-format-controlled", "base", [i < 60 for i in range(n)])  # 30%
+    _write_set(tmp_path, "test-full-context", "base", [i < 140 for i in range(n)])  # 70%
+    _write_set(tmp_path, "test", "verdict__seed-11__step-20", [i < 100 for i in range(n)])  # 50%
+    table = preregistered.results_table(PROFILE).set_index("model")
+    row = table.loc["verdict__seed-11__step-20"]
+    assert row["accuracy"] == 0.5 and row["vs format-controlled: diff"] == pytest.approx(0.2)
+    assert row["diff 95% CI low"] > 0 and row["vs format-controlled: p (exact McNemar)"] < 1e-6
+    assert row["gap recovered"] == pytest.approx((0.5 - 0.2) / (0.7 - 0.2))
+    verdict = preregistered.primary_verdict(PROFILE, table.reset_index())
+    assert verdict.startswith("primary arm `verdict`: 1 of 3 seeds judged; 1 above")

@@ -19,10 +19,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
+from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar
 from supersede_lib.studies import profiles
+from supersede_lib.studies.common import NOTEBOOK_TRAINING, markdown_table
 from supersede_lib.studies.evaluation_sets import BASE, SetModel, judge_models, set_folder
 from supersede_lib.studies.profiles import Profile, ProfileError
-from supersede_lib.studies.training import TrainedRun, planned_arms, train_arm_seed
+from supersede_lib.studies.training import TrainedRun, copy_run_files, planned_arms, train_arm_seed
 
 FINAL_STEP = 20  # the stopping rule: every run's final checkpoint
 _ORDER_ITEM = re.compile(r"^\s*(?P<arm>[A-Za-z0-9_-]+)\s+s(?P<seed>\d+)\s*$")
@@ -82,6 +86,7 @@ def train_and_judge(profile: Profile, arm: str, seed: int) -> TrainedRun:
         raise RuntimeError(
             f"{run.label}: no step-{FINAL_STEP} checkpoint (stopped at {run.result.final_step})"
         )
+    copy_run_files(run, profiles.output_dir(profile, NOTEBOOK_TRAINING))  # metrics, rollouts, summary
     label = final_label(arm, seed)
     for evaluation in _sets_naming(profile, label):
         print(f"{label} on {evaluation.name}")
@@ -98,10 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument("--baselines", action="store_true", help="judge the base on every set that names it")
     group.add_argument("--next", action="store_true", help="train and judge the next registered run")
     group.add_argument("--run", metavar="ARM:SEED", help="train and judge this registered run")
+    group.add_argument("--report", action="store_true", help="write the registered analysis of what has run")
     args = parser.parse_args(argv)
     profile = profiles.load_profile(args.profile)
     if args.baselines:
         judge_baselines(profile)
+        return 0
+    if args.report:
+        print(write_results(profile))
         return 0
     run = next_run(profile) if args.next else _parse_run(args.run, profile)
     if run is None:
@@ -120,3 +129,112 @@ def _parse_run(text: str, profile: Profile) -> tuple[str, int]:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------- the registered analysis
+
+CONTROLS = {
+    "base": ("test", BASE),
+    "format-controlled base": ("test-format-controlled", BASE),
+    "full context (ceiling)": ("test-full-context", BASE),
+}
+
+
+def _correct_by_episode(profile: Profile, set_name: str, label: str) -> pd.Series | None:
+    """A model's `correct` per episode on one set (None when it has not run)."""
+    evaluation = next(item for item in profile.require("transfer").evaluations if item.name == set_name)
+    path = set_folder(profile, evaluation) / f"{label}.csv"
+    if not path.exists():
+        return None
+    frame = pd.read_csv(path)
+    return frame.set_index("episode_id")["verdict"].eq("correct")
+
+
+def _against(arm: pd.Series, control: pd.Series) -> tuple[float, float, float, float]:
+    """Exact McNemar p and the bootstrap interval of the paired difference, arm minus control."""
+    paired = pd.concat([arm, control], axis=1, join="inner")
+    test = paired_mcnemar(paired.iloc[:, 0], paired.iloc[:, 1])
+    interval = paired_bootstrap_diff(paired.iloc[:, 0], paired.iloc[:, 1], n_resamples=10_000, seed=0)
+    return test.p_exact, interval.diff, interval.low, interval.high
+
+
+def results_table(profile: Profile) -> pd.DataFrame:
+    """The registered analysis on the test set: the controls, then every final checkpoint judged so
+    far against the format-controlled base (primary) and the base (secondary, Holm-adjusted), with the
+    share of the bounded -> full-context gap it recovers."""
+    controls = {name: _correct_by_episode(profile, *where) for name, where in CONTROLS.items()}
+    rows = [
+        {"model": name, "n": len(series), "correct": int(series.sum()), "accuracy": series.mean()}
+        for name, series in controls.items()
+        if series is not None
+    ]
+    base, formatted, full = (controls[name] for name in CONTROLS)
+    checkpoint_rows = []
+    for arm, seed in registered_order(profile):
+        arm_correct = _correct_by_episode(profile, "test", final_label(arm, seed))
+        if arm_correct is None or base is None or formatted is None:
+            continue
+        p_format, diff_format, low, high = _against(arm_correct, formatted)
+        p_base, diff_base, _, _ = _against(arm_correct, base)
+        gap = (
+            None
+            if full is None or full.mean() == base.mean()
+            else (arm_correct.mean() - base.mean()) / (full.mean() - base.mean())
+        )
+        checkpoint_rows.append(
+            {
+                "model": final_label(arm, seed),
+                "arm": arm,
+                "n": len(arm_correct),
+                "correct": int(arm_correct.sum()),
+                "accuracy": arm_correct.mean(),
+                "vs format-controlled: diff": diff_format,
+                "diff 95% CI low": low,
+                "diff 95% CI high": high,
+                "vs format-controlled: p (exact McNemar)": p_format,
+                "vs base: diff": diff_base,
+                "vs base: p": p_base,
+                "gap recovered": gap,
+            }
+        )
+    if checkpoint_rows:
+        from statsmodels.stats.multitest import multipletests
+
+        adjusted = multipletests([row["vs base: p"] for row in checkpoint_rows], method="holm")[1]
+        for row, p_holm in zip(checkpoint_rows, adjusted, strict=True):
+            row["vs base: p (Holm)"] = p_holm
+    return pd.DataFrame(rows + checkpoint_rows)
+
+
+def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
+    """The success rule applied to the primary arm's seeds judged so far."""
+    registration = profile.require("preregistration")
+    planned = sum(1 for arm, _ in registered_order(profile) if arm == registration.primary_arm)
+    primary = table[table["arm"] == registration.primary_arm] if "arm" in table else table.iloc[0:0]
+    wins = primary[
+        (primary["vs format-controlled: p (exact McNemar)"] < 0.05)
+        & (primary["vs format-controlled: diff"] > 0)
+    ]
+    return (
+        f"primary arm `{registration.primary_arm}`: {len(primary)} of {planned} seeds judged; "
+        f"{len(wins)} above the format-controlled base with p < 0.05 (success needs 2 of 3)"
+    )
+
+
+def write_results(profile: Profile) -> Path:
+    """`outputs/<profile>/preregistered/results.{csv,md}`: the registered analysis of what has run."""
+    table = results_table(profile)
+    folder = profiles.output_dir(profile, "preregistered")
+    table.to_csv(folder / "results.csv", index=False)
+    lines = [
+        f"# {profile.name}: the registered analysis of what has run",
+        "",
+        "Test set, greedy, bounded memory B=300 unless named; design: docs/preregistration.md.",
+        "",
+        primary_verdict(profile, table),
+        "",
+        markdown_table(table.round(4)),
+        "",
+    ]
+    (folder / "results.md").write_text("\n".join(lines), encoding="utf-8")
+    return folder / "results.md"
