@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,9 +25,11 @@ import pandas as pd
 from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar
 from supersede_lib.studies import profiles
 from supersede_lib.studies.common import NOTEBOOK_TRAINING, markdown_table
-from supersede_lib.studies.evaluation_sets import BASE, SetModel, judge_models, set_folder
-from supersede_lib.studies.profiles import Profile, ProfileError
+from supersede_lib.studies.evaluation_sets import BASE, SetModel, judge_models, recorded_model, set_folder
+from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError
 from supersede_lib.studies.training import TrainedRun, copy_run_files, planned_arms, train_arm_seed
+from supersede_lib.studies.verify import compare_csv
+from supersede_lib.train.config import TrainingConfig
 
 FINAL_STEP = 20  # the stopping rule: every run's final checkpoint
 _ORDER_ITEM = re.compile(r"^\s*(?P<arm>[A-Za-z0-9_-]+)\s+s(?P<seed>\d+)\s*$")
@@ -104,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument("--next", action="store_true", help="train and judge the next registered run")
     group.add_argument("--run", metavar="ARM:SEED", help="train and judge this registered run")
     group.add_argument("--report", action="store_true", help="write the registered analysis of what has run")
+    group.add_argument(
+        "--verify", action="store_true", help="replay every committed piece and compare its table"
+    )
     args = parser.parse_args(argv)
     profile = profiles.load_profile(args.profile)
     if args.baselines:
@@ -112,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report:
         print(write_results(profile))
         return 0
+    if args.verify:
+        problems = verify_record(profile, profiles.REPO_ROOT / ".replay" / "preregistered")
+        print("\n".join(problems) or f"every committed piece of {profile.name} reproduced")
+        return 1 if problems else 0
     run = next_run(profile) if args.next else _parse_run(args.run, profile)
     if run is None:
         print("every registered run is trained and judged")
@@ -238,3 +248,47 @@ def write_results(profile: Profile) -> Path:
     ]
     (folder / "results.md").write_text("\n".join(lines), encoding="utf-8")
     return folder / "results.md"
+
+
+# --------------------------------------------------------------------------- replay check
+
+
+def verify_record(profile: Profile, scratch: Path) -> list[str]:
+    """Replay every committed per-model file of the proof from its recorded replies into `scratch`
+    and compare the tables: the pieces run so far, checked the way `make verify` checks a whole
+    profile (which cannot run this one until every registered run is in). Returns what differs."""
+    problems: list[str] = []
+    config = planned_arms(profile)[0].config
+    for evaluation in profile.require("transfer").evaluations:
+        folder = set_folder(profile, evaluation)
+        if evaluation.real_records or not folder.exists():
+            continue
+        for manifest in sorted(folder.glob("*.manifest.json")):
+            label = manifest.name.removesuffix(".manifest.json")
+            problems += _replay_one(profile, evaluation, config, scratch, label)
+    return problems
+
+
+def _replay_one(
+    profile: Profile,
+    evaluation: EvaluationSet,
+    config: TrainingConfig,
+    scratch: Path,
+    label: str,
+) -> list[str]:
+    """One committed model file replayed into `scratch` and compared (`verify_record`)."""
+    committed_folder = set_folder(profile, evaluation)
+    recorded = recorded_model(committed_folder, label)
+    original_root = profiles.OUTPUT_ROOT  # judge_models writes under OUTPUT_ROOT: point it at the scratch
+    profiles.OUTPUT_ROOT = scratch
+    try:
+        replay_folder = set_folder(profile, evaluation)
+        replay_folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(committed_folder / f"{label}.manifest.json", replay_folder)
+        (replay_folder / f"{label}.csv").unlink(missing_ok=True)
+        judge_models(profile, evaluation, config, [SetModel(label, None)], replay=True, progress=False)
+    finally:
+        profiles.OUTPUT_ROOT = original_root
+    difference = compare_csv(committed_folder / f"{label}.csv", replay_folder / f"{label}.csv")
+    where = f"{evaluation.name}/{label} ({recorded[0] if recorded else '?'})"
+    return [] if difference is None else [f"{where}: {difference}"]
