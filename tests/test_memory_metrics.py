@@ -104,3 +104,22 @@ def test_aggregate_pools_rewrites_and_shares_trajectories() -> None:
     assert row["changed_share"] == 0.2 and row["empty_share"] == 0.7 and row["truncation_share"] == 0.3
     assert row["echo_share"] == 0.5 and row["holds_current_share"] == 0.5 and row["holds_stale_share"] == 0.0
     assert aggregate_memory_metrics([])["changed_share"] is None
+
+
+def test_keyed_holding_needs_a_line_that_names_the_asked_thing() -> None:
+    """Issue 26: "emergency fund: $825" is no grocery budget held; both metrics are reported apart."""
+    from supersede_lib.agent.episode import Episode
+    from supersede_lib.eval.memory_metrics import notes_hold_current_keyed, trajectory_memory_metrics
+
+    episode = Episode(
+        episode_id="k",
+        sessions=(),
+        question="How much is my monthly grocery budget at the moment?",
+        question_date="",
+        gold_answers=("$825",),
+        superseded_values=("$725",),
+    )
+    assert notes_hold_current_keyed("grocery budget: $825", episode) is True
+    assert notes_hold_current_keyed("emergency fund: $825\ngrocery budget: $725", episode) is False
+    metrics = trajectory_memory_metrics(["emergency fund: $825"], episode)
+    assert metrics.holds_current is True and metrics.holds_current_keyed is False

@@ -9,7 +9,10 @@ metrics read one rollout's notes after every session (its `notes_history`) again
 - `echoes_example`: some notes hold a word of a prompt variant's worked example that the episode
   itself does not use (the model copied the example into the user's memory);
 - `holds_current` / `holds_stale`: the FINAL notes convey the current gold value / a superseded
-  value (matcher `conveys_value`; None when the episode has no such value);
+  value anywhere (matcher `conveys_value`; None when the episode has no such value);
+- `holds_current_keyed`: the same, counting only a notes line that also names the asked thing (a
+  word of the question besides the value: "grocery budget: $675" holds the grocery budget,
+  "emergency fund: $675" does not). Both are reported, named apart (issue 26);
 - `truncation_share`: share of rewrites the notes cap had to cut.
 
 `trajectory_memory_metrics` scores one rollout; `aggregate_memory_metrics` pools many (rewrite- and
@@ -26,6 +29,7 @@ from typing import Any
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
 from supersede_lib.eval.matcher import conveys_value
+from supersede_lib.eval.matcher_text import analyse, content_stems
 
 
 def _comparable(notes: str | None) -> str:
@@ -55,6 +59,7 @@ class MemoryMetrics:
     echoes_example: bool
     holds_current: bool | None
     holds_stale: bool | None
+    holds_current_keyed: bool | None = None
 
     @property
     def changed_share(self) -> float:
@@ -94,6 +99,7 @@ def trajectory_memory_metrics(
     final_current, final_stale = notes_holdings([history[-1] if history else ""], episode)
     holds_current = None if final_current is None else final_current[0]
     holds_stale = None if final_stale is None else final_stale[0]
+    keyed = notes_hold_current_keyed(history[-1] if history else "", episode)
     return MemoryMetrics(
         n_rewrites=len(history),
         n_changed=n_changed,
@@ -102,6 +108,7 @@ def trajectory_memory_metrics(
         echoes_example=echoes_example(history, (*episode.gold_answers, *episode.superseded_values), markers),
         holds_current=holds_current,
         holds_stale=holds_stale,
+        holds_current_keyed=keyed,
     )
 
 
@@ -126,6 +133,28 @@ def notes_holdings(
     return holds_current, holds_stale
 
 
+_WHEN_WORDS = frozenset(
+    content_stems(analyse("day days moment now today lately currently week time these").words)
+)
+"""Words of when, not what: they name no asked thing ("these days", "at the moment")."""
+
+
+def notes_hold_current_keyed(notes: str, episode: Episode) -> bool | None:
+    """Whether some line of `notes` conveys the current value AND names the asked thing: a word of
+    the question (besides the value and words of when) among the line's other words. None as
+    `notes_holdings` gives it."""
+    if episode.is_abstention or not episode.gold_answers:
+        return None
+    asked = set(content_stems(analyse(episode.question).words)) - _WHEN_WORDS
+    for line in (notes or "").splitlines():
+        for gold in episode.gold_answers:
+            if conveys_value(line, gold):
+                others = set(content_stems(analyse(line).words)) - set(content_stems(analyse(gold).words))
+                if others & asked:
+                    return True
+    return False
+
+
 def _share(flags: list[bool | None]) -> float | None:
     known = [flag for flag in flags if flag is not None]
     return sum(known) / len(known) if known else None
@@ -144,4 +173,5 @@ def aggregate_memory_metrics(metrics: Iterable[MemoryMetrics | Mapping[str, Any]
         "echo_share": _share([bool(row["echoes_example"]) for row in rows]),
         "holds_current_share": _share([row["holds_current"] for row in rows]),
         "holds_stale_share": _share([row["holds_stale"] for row in rows]),
+        "holds_current_keyed_share": _share([row.get("holds_current_keyed") for row in rows]),
     }

@@ -91,6 +91,7 @@ ROW_COLUMNS = (
     "notes_echo_example",
     "notes_hold_current",
     "notes_hold_stale",
+    "notes_hold_current_keyed",
 )
 
 
@@ -461,6 +462,7 @@ _MEMORY_COLUMNS = {  # row column -> key of the trajectory's `memory` record (Me
     "notes_echo_example": "echoes_example",
     "notes_hold_current": "holds_current",
     "notes_hold_stale": "holds_stale",
+    "notes_hold_current_keyed": "holds_current_keyed",
 }
 
 

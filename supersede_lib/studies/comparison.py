@@ -167,7 +167,8 @@ MEMORY_NOTE = (
     "Memory metrics of the bounded-memory trajectories (supersede_lib.eval.memory_metrics): changed_share = "
     "rewrites that changed the notes; empty_share = notes states empty or a placeholder; truncation_share = "
     "rewrites the cap cut; echo_share = trajectories whose notes copied a prompt's worked example; "
-    "holds_current_share / holds_stale_share = trajectories whose final notes held the current / a stale value."
+    "holds_current_share / holds_stale_share = trajectories whose final notes held the current / a stale value "
+    "anywhere; holds_current_keyed_share = the current value on a line that also names the asked thing."
 )
 
 
@@ -194,6 +195,7 @@ def memory_numbers(memory: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str,
         "echo_share",
         "holds_current_share",
         "holds_stale_share",
+        "holds_current_keyed_share",
     )
     return [
         headline_number(
