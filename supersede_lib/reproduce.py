@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from traitlets.config import Config
+
 from supersede_lib.data import reachability
 from supersede_lib.eval.provenance import ALLOW_DIRTY_ENV, DirtyCheckoutError, check_clean_for_results
 from supersede_lib.eval.run_files import PORTABLE_ROOTS
@@ -51,6 +53,9 @@ MODES_HELP = """modes:
   --record   replay, then adopt the tables that changed into outputs/ keeping recorded live
              measurements: regenerate the record on purpose after an intended change."""
 KERNEL_NAME = "python3"
+# The kernel talks to papermill over local IPC sockets, not TCP: nothing else can reach it, and the
+# kernel no longer warns on every start that TCP without CurveZMQ keys is unencrypted
+KERNEL_CONFIG = Config({"KernelManager": {"transport": "ipc"}})
 DATA_UNAVAILABLE_HINT = (
     "LongMemEval could not be loaded. Run the offline profile instead (synthetic data, no network): "
     "make reproduce PROFILE=offline — or point SUPERSEDE_LONGMEMEVAL_DIR at a local copy."
@@ -117,6 +122,7 @@ def execute_notebook(notebook: Path, profile: str, output: Path, *, kernel_name:
             kernel_name=kernel_name,
             cwd=str(notebook.parent),
             progress_bar=False,
+            config=KERNEL_CONFIG,
         )
     except Exception as error:  # papermill raises PapermillExecutionError, kernel errors, timeouts
         raise NotebookFailed(notebook, output, error) from error

@@ -66,14 +66,17 @@ def test_study_notebooks_match_their_generator(name: str) -> None:
     assert [cell.source for cell in committed.cells] == [cell.source for cell in built.cells], (
         f"{name}.ipynb differs from notebooks/make_study_notebooks.py: re-run the generator"
     )
-    first = committed.cells[0].source
-    assert "google.colab" in first and "KAGGLE" in first and "pip" in first
+    assert committed.cells[0].cell_type == "markdown" and committed.cells[0].source.startswith("# ")  # title
+    install = committed.cells[1]
+    assert "google.colab" in install.source and "KAGGLE" in install.source and "pip" in install.source
+    assert install.metadata["jupyter"]["source_hidden"] and install.metadata["cellView"] == "form"
+    assert install.source.count("REPO_URL = ") == 1  # the one line a Colab/Kaggle user edits
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOK_DIR.glob("0*.ipynb")), ids=lambda path: path.name)
 def test_install_cell_never_imports_torch_and_asks_for_a_restart(path: Path) -> None:
     """pip swaps packages under the running kernel: torch must not be loaded first, and the user restarts."""
-    install = nbformat.read(path, as_version=4).cells[0].source
+    install = nbformat.read(path, as_version=4).cells[1].source  # under the title
     assert "import torch" not in install and "torch." not in install
     assert "Restart the runtime" in install
     assert 'find_spec("supersede_lib")' in install  # installs once, not on every run

@@ -326,22 +326,19 @@ def training_and_evaluation_figure(
     rollouts: pd.DataFrame, heldout: pd.DataFrame, other_engine: pd.DataFrame | None = None
 ) -> Any:
     """Left: training success per step, each arm's seeds pooled (Wilson 95% per step); right: held-out
-    accuracy per checkpoint, one line per run (`heldout`: the first evaluation set's table).
+    accuracy per checkpoint, one line per run (`heldout`: the first evaluation set's table). One
+    colour per arm on both sides; on the right the line style tells the seeds apart.
 
-    Runs judged only by the prompt-prefix engine (`other_engine`, its own base) are drawn dashed."""
+    Runs judged only by the prompt-prefix engine (`other_engine`, its own base) get square markers."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator
 
     sns.set_theme(style="whitegrid")
     figure, (train_ax, held_ax) = plt.subplots(1, 2, figsize=(13, 4.5))
-    runs = sorted(rollouts["run"].unique())
-    colors = dict(
-        zip(runs, sns.color_palette("husl" if len(runs) > 10 else "colorblind", len(runs)), strict=True)
-    )
     arm_colors = dict(zip(sorted(rollouts["arm"].unique()), sns.color_palette("colorblind"), strict=False))
     _plot_training_success(train_ax, rollouts, arm_colors)
-    _plot_checkpoint_accuracy(held_ax, colors, heldout, other_engine)
+    _plot_checkpoint_accuracy(held_ax, sorted(rollouts["run"].unique()), arm_colors, heldout, other_engine)
     for axis in (train_ax, held_ax):
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     figure.tight_layout()
@@ -370,14 +367,23 @@ def _plot_training_success(axis: Any, rollouts: pd.DataFrame, arm_colors: dict[s
     axis.legend(fontsize=8, loc="upper left")
 
 
+SEED_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+
+
 def _plot_checkpoint_accuracy(
-    axis: Any, colors: dict[str, Any], heldout: pd.DataFrame, other_engine: pd.DataFrame | None
+    axis: Any,
+    runs: list[str],
+    arm_colors: dict[str, Any],
+    heldout: pd.DataFrame,
+    other_engine: pd.DataFrame | None,
 ) -> None:
-    """Held-out accuracy of the base (step 0) and every checkpoint of each run, one line per run."""
-    for run, color in colors.items():
-        table, style = heldout, "-"
+    """Held-out accuracy of the base (step 0) and every checkpoint of each run, one line per run:
+    coloured by arm (as on the left), styled by seed, square markers for the prompt-prefix engine."""
+    for run in runs:
+        arm, _, seed = run.partition("__seed-")
+        table, marker = heldout, "o"
         if not heldout["model"].str.startswith(f"{run}__").any() and other_engine is not None:
-            table, style = other_engine, "--"
+            table, marker = other_engine, "s"
         base = table[table["model"] == "base"].iloc[0]
         points = table[table["model"].str.startswith(f"{run}__")]
         steps = [0, *(step_of(label) for label in points["model"])]
@@ -391,11 +397,11 @@ def _plot_checkpoint_accuracy(
                 [max(v - lo, 0.0) for v, lo in zip(values, low, strict=True)],
                 [max(hi - v, 0.0) for v, hi in zip(values, high, strict=True)],
             ],
-            marker="o",
+            marker=marker,
             capsize=3,
-            color=color,
-            linestyle=style,
-            label=run if style == "-" else f"{run} (prefix engine)",
+            color=arm_colors.get(arm, "black"),
+            linestyle=SEED_STYLES[int(seed) % len(SEED_STYLES)] if seed.isdigit() else "-",
+            label=f"{arm}, seed {seed}" + (" (prefix engine)" if marker == "s" else ""),
         )
     axis.set(xlabel="checkpoint step (0 = base)", ylabel="held-out accuracy", ylim=(-0.02, 1.02))
     n = int(heldout.loc[heldout["model"] == "base", "n"].iloc[0])
