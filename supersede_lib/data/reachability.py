@@ -14,6 +14,7 @@ errors later), only a failure to connect does not. A profile with a committed re
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -96,9 +97,11 @@ def unreachable_message(profile: str, *, live: bool = False) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else argv
-    names = [argument for argument in arguments if not argument.startswith("-")]
-    message = unreachable_message(names[0] if names else "local", live="--live" in arguments)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("profile", nargs="?", default="local", help="a profile name (default local)")
+    parser.add_argument("--live", action="store_true", help="the run makes every call again (no replay)")
+    args, _ = parser.parse_known_args(argv)  # the Makefile passes REPRODUCE_ARGS through (--only ...)
+    message = unreachable_message(args.profile, live=args.live)
     if message:
         print(message, file=sys.stderr)
         return UNREACHABLE_EXIT
