@@ -187,6 +187,24 @@ def show_transfer(result: Any) -> None:
 CPU_PROOF = profiles.REPO_ROOT / "outputs" / "cpu_proof"
 
 
+def _cpu_proof_figure(record: Path) -> Any:
+    """The CPU proof's figure drawn again from its committed rollouts and held-out tables (colour by
+    arm, line style by seed), or None when the rollouts are not in this checkout."""
+    import pandas as pd
+
+    from supersede_lib.studies import evidence
+    from supersede_lib.studies.labels import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+
+    rollouts = evidence.read_rollouts(record / NOTEBOOK_TRAINING)
+    if rollouts is None or rollouts.empty:
+        return None
+    folder = record / NOTEBOOK_TRANSFER
+    other = folder / "heldout-prefix-cache.csv"
+    return evidence.training_and_evaluation_figure(
+        rollouts, pd.read_csv(folder / "heldout.csv"), pd.read_csv(other) if other.exists() else None
+    )
+
+
 def show_cpu_proof(record: Path = CPU_PROOF) -> None:
     """The result that worked, read from the committed `cpu_proof` record: GRPO on a CPU lifts the
     0.5B's held-out accuracy on some seeds (training success and held-out accuracy per checkpoint)."""
@@ -200,8 +218,7 @@ def show_cpu_proof(record: Path = CPU_PROOF) -> None:
         return
     import pandas as pd
 
-    if (folder / evidence.FIGURE).exists():
-        show_figure(folder / evidence.FIGURE)
+    show_figure(_cpu_proof_figure(record) or folder / evidence.FIGURE)
     table = pd.read_csv(heldout)
     table = table.assign(correct=table["correct"].astype(str) + "/" + table["n"].astype(str))
     columns = ["model", "correct", "accuracy", "ci_low", "ci_high", "b_base_only", "c_model_only", "p_exact"]
