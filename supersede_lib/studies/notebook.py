@@ -201,7 +201,10 @@ def _cpu_proof_figure(record: Path) -> Any:
     folder = record / NOTEBOOK_TRANSFER
     other = folder / "heldout-prefix-cache.csv"
     return evidence.training_and_evaluation_figure(
-        rollouts, pd.read_csv(folder / "heldout.csv"), pd.read_csv(other) if other.exists() else None
+        rollouts,
+        pd.read_csv(folder / "heldout.csv"),
+        pd.read_csv(other) if other.exists() else None,
+        by_arm=True,
     )
 
 
