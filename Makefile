@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 REPRODUCE_ARGS ?=  # e.g. --only 02,03; --live (every model call again); --record (regenerate the record on purpose)
 BENCH_ARGS ?=
 
-.PHONY: setup test lint bench reproduce verify report clean-outputs gpu-resolve gpu-check
+.PHONY: setup test lint bench reachable reproduce verify report clean-outputs gpu-resolve gpu-check
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,12 @@ lint: setup  ## ruff
 bench: setup  ## speed, overhead and engine benchmarks (not part of `make test`); BENCH_ARGS=--quick for a short run
 	$(PY) -m supersede_lib.bench $(BENCH_ARGS)
 
-reproduce: setup  ## notebooks 01-07 for PROFILE: replayed and checked when it has a committed record, else run
+# reachable: before installing, whether PROFILE's downloads (LongMemEval, GGUF files) can be fetched;
+# offline it stops with one line naming what to run instead (standard library only, any python3)
+reachable:
+	@$(PYTHON) supersede_lib/data/reachability.py $(PROFILE) $(REPRODUCE_ARGS)
+
+reproduce: reachable setup  ## notebooks 01-07 for PROFILE: replayed and checked when it has a committed record, else run
 	$(PY) -m supersede_lib.reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)
 
 # verify: PROFILE defaults to offline here (the profile with a committed record), not to local

@@ -17,19 +17,20 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent
 
-# Where Colab/Kaggle clone the repository from: set SUPERSEDE_REPO_URL (your fork or mirror)
-# in the notebook's environment, or edit the placeholder in the generated cell.
-REPO_URL = "https://github.com/YOUR-ORG/supersede.git"
+# Where Colab/Kaggle clone the repository from: the one line a user edits in the install cell
+# (this repository has no GitHub remote of its own to take it from).
+REPO_URL = "https://github.com/OWNER/supersede.git"
 
 STUDY_EXTRAS = "embedded,env"  # Colab/Kaggle already ship Jupyter, pandas, matplotlib and seaborn
 TRAINING_EXTRAS = "embedded,env,train"
+KAGGLE_GPU_NOTE = "Kaggle: Settings > Internet on, Accelerator > GPU T4 (on a P100 the training falls back to the CPU preset)"
 
 
 def install_cell(extras: str = STUDY_EXTRAS, gpu_addons: bool = False) -> str:
-    """The first cell: on Colab/Kaggle only, clone and install once, then ask for a runtime restart.
+    """The cell under the title: on Colab/Kaggle only, clone and install once, then ask for a restart.
 
     The GPU is detected with `nvidia-smi`, not torch: importing torch before pip swaps packages
-    would leave the running kernel on the old ones.
+    would leave the running kernel on the old ones. Shown collapsed (Colab form, Jupyter hidden input).
     """
     gpu = (
         """
@@ -40,24 +41,24 @@ def install_cell(extras: str = STUDY_EXTRAS, gpu_addons: bool = False) -> str:
         else ""
     )
     shutil_import = "import shutil\n" if gpu_addons else ""
+    kaggle = f"{KAGGLE_GPU_NOTE}" if gpu_addons else "Kaggle: Settings > Internet on"
     return f"""\
-# Colab / Kaggle only: clone and install the repository once. Does nothing anywhere else.
+# @title Colab / Kaggle: clone and install once (does nothing elsewhere) {{ display-mode: "form" }}
 import importlib.util
 import os
 {shutil_import}import subprocess
 import sys
 
+REPO_URL = "{REPO_URL}"  # @param {{type: "string"}} — edit: the git URL of your copy
+
 on_hosted_notebook = "google.colab" in sys.modules or os.environ.get("KAGGLE_KERNEL_RUN_TYPE")
 if on_hosted_notebook and importlib.util.find_spec("supersede_lib") is None:
-    repo_url = os.environ.get("SUPERSEDE_REPO_URL", "{REPO_URL}")
-    if "YOUR-ORG" in repo_url:
-        raise SystemExit("Set SUPERSEDE_REPO_URL to the git URL of your Supersede clone, then re-run this cell.")
+    if "/OWNER/" in REPO_URL:
+        raise SystemExit("Edit REPO_URL in this cell to the git URL of your copy, then run it again.")
     checkout = os.path.abspath("supersede")
-    if not os.path.isdir(checkout):
-        subprocess.run(["git", "clone", "--depth", "1", repo_url, checkout], check=True){gpu}
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "-e", checkout + "[{extras}]"], check=True
-    )
+    if not os.path.isdir(checkout) and subprocess.run(["git", "clone", "--depth", "1", REPO_URL, checkout]).returncode:
+        raise SystemExit("git clone failed. {kaggle}; check REPO_URL.")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", checkout + "[{extras}]"], check=True){gpu}
     raise SystemExit(
         "Installed. Restart the runtime now (Colab: Runtime > Restart session), then run all cells again: "
         "the running kernel still holds the packages that pip replaced."
@@ -65,44 +66,56 @@ if on_hosted_notebook and importlib.util.find_spec("supersede_lib") is None:
 
 
 PARAMETERS_CELL = """\
-# papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper)
-profile = "local\""""
+import os
 
-TRAINING_PARAMETERS_CELL = """\
-# papermill overrides this cell: `papermill ... -p profile offline` (smoke | offline | local | paper | colab)
-profile = None  # None picks by device: colab on a T4 (sized for one session), else local"""
+# papermill overrides this cell (-p profile smoke | offline | local | paper); else $SUPERSEDE_PROFILE, else offline
+profile = os.environ.get("SUPERSEDE_PROFILE", "offline")"""
+
+TRAINING_PARAMETERS_CELL = f"""\
+import os
+
+# papermill overrides this cell (-p profile smoke | offline | cpu_proof | local | paper | colab)
+profile = os.environ.get("SUPERSEDE_PROFILE")  # None picks by device: colab on a T4, else offline
+# A folder that outlives the runtime, for results and checkpoints (06 and 07 must name the same one):
+# Colab: "/content/drive/MyDrive/supersede" (mounted when run); Kaggle: "/kaggle/working/supersede"
+save_dir = os.environ.get("SUPERSEDE_SAVE_DIR")
+# {KAGGLE_GPU_NOTE}"""
+
+# 06 only: evaluate the checkpoints in the same runtime (07 opened from its badge starts a fresh VM)
+RUN_07_PARAMETER = """
+run_07_here = None  # None: yes on Colab/Kaggle; True/False: always/never (notebook 07 does it otherwise)"""
 
 # A literal parameters cell lets papermill read its default; the device decides in the next cell.
 TRAINING_PROFILE_CELL = """\
 from supersede_lib.train.config import cuda_device_name, preset_for_device
 
-profile = profile or preset_for_device(cuda_device_name(), default="local")"""
+profile = profile or preset_for_device(cuda_device_name(), default="offline")"""
 
 
-def imports_cell(study: str) -> str:
-    """Imports (sorted as ruff's isort wants them), the display helpers, and the profile banner."""
+DISPLAY_HELPERS = ("show", "show_figure", "show_values")
+
+
+def imports_cell(study: str, *, save_dir: bool = False, helpers: tuple[str, ...] = DISPLAY_HELPERS) -> str:
+    """Imports (sorted as ruff's isort wants them) and the one call that opens the profile, said big."""
+    opened = "open_profile(profile, save_dir=save_dir)" if save_dir else "open_profile(profile)"
     return f"""\
-from IPython.display import Image, Markdown, display
-
 from supersede_lib.studies import {study}
-from supersede_lib.studies.common import markdown_table, profile_banner
-from supersede_lib.studies.profiles import load_profile
+from supersede_lib.studies.notebook import {", ".join(("open_profile", *helpers))}
+
+profile = {opened}  # the validated profile; the banner says which one ran and where it writes"""
 
 
-def show(frame, title=None):
-    \"\"\"A DataFrame as a Markdown table (readable in executed copies and on GitHub).\"\"\"
-    if title:
-        display(Markdown(f"**{{title}}**"))
-    display(Markdown(markdown_table(frame)))
+def _helpers_used(cells: list) -> tuple[str, ...]:
+    """The display helpers the notebook's cells call (the imports cell imports only those)."""
+    sources = "\n".join(cell.source for cell in cells if cell.cell_type == "code")
+    return tuple(name for name in DISPLAY_HELPERS if f"{name}(" in sources)
 
 
-def show_figure(path):
-    \"\"\"A PNG the study wrote, inline.\"\"\"
-    display(Image(filename=str(path)))
-
-
-profile = load_profile(profile)  # the name papermill passed becomes the validated profile
-display(Markdown(profile_banner(profile)))"""
+def _collapsed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Input hidden in JupyterLab, shown as a one-line form on Colab."""
+    cell.metadata["jupyter"] = {"source_hidden": True}
+    cell.metadata["cellView"] = "form"
+    return cell
 
 
 def _notebook(
@@ -116,13 +129,14 @@ def _notebook(
 ) -> nbformat.NotebookNode:
     parameters = new_code_cell(parameters_cell)
     parameters.metadata["tags"] = ["parameters"]
+    training = "save_dir" in parameters_cell
     notebook = new_notebook(
         cells=[
-            new_code_cell(install or install_cell()),
             new_markdown_cell(f"# {title}\n\n{intro}"),
+            _collapsed(new_code_cell(install or install_cell())),
             parameters,
-            *([new_code_cell(TRAINING_PROFILE_CELL)] if parameters_cell == TRAINING_PARAMETERS_CELL else []),
-            new_code_cell(imports_cell(study)),
+            *([new_code_cell(TRAINING_PROFILE_CELL)] if training else []),
+            new_code_cell(imports_cell(study, save_dir=training, helpers=_helpers_used(cells))),
             *cells,
         ],
         metadata={
@@ -145,6 +159,14 @@ def data_notebook() -> nbformat.NotebookNode:
                 "overview = data_overview.data_overview(profile)\nshow(overview.summary_table, 'Per split / episode set')"
             ),
             new_markdown_cell(
+                "## The data at a glance\n\nHow many sessions and tokens each question's history has, where in the "
+                "history the evidence sessions (the fact and its updates) fall, and one episode's timeline."
+            ),
+            new_code_cell(
+                "from supersede_lib.present.overview_figures import data_figure\n\n"
+                "show_figure(data_figure(overview.statistics, overview.episodes))"
+            ),
+            new_markdown_cell(
                 "Per-question statistics (first rows of each set; the full CSVs are in the output folder)."
             ),
             new_code_cell("for label, frame in overview.statistics.items():\n    show(frame.head(8), label)"),
@@ -157,9 +179,11 @@ def data_notebook() -> nbformat.NotebookNode:
                 "show(overview.generator_configs, 'Presets')\nshow(overview.generator_samples, 'Samples')"
             ),
             new_markdown_cell(
-                "## Episode explorer\n\nStep through an episode's sessions. Once notebook 02 has run for this "
-                "profile, the notes the bounded-memory agent held after each session appear beside it "
-                "(re-run this cell after 02)."
+                "## Episode explorer\n\nStep through an episode's sessions (steps count from 1; the last step is "
+                "the answer, with the final notes it was given). Evidence sessions are marked. Once notebook 02 "
+                "has run for this profile, the notes the bounded-memory agent held after each session appear "
+                "beside it (re-run this cell after 02). Without a live kernel (an executed copy, its HTML) a "
+                "static walk-through of the first episode shows instead."
             ),
             new_code_cell(
                 "from supersede_lib.present import explorer\n\n"
@@ -182,7 +206,10 @@ def isolation_notebook() -> nbformat.NotebookNode:
             new_code_cell(
                 "result = isolation.run_isolation(profile)\nshow(result.table, 'Table 1 (one model)')"
             ),
-            new_code_cell("show(result.accuracy, 'Accuracy with 95% Wilson intervals')\nresult.mcnemar"),
+            new_code_cell(
+                "show(result.accuracy, 'Accuracy with 95% Wilson intervals')\n"
+                "show_values(result.mcnemar, 'McNemar, paired on the same questions')"
+            ),
             new_code_cell("show_figure(result.figures['accuracy'])"),
             new_markdown_cell(
                 "## Why the bounded agent fails\n\n*never entered*: the current value never reached the notes; "
@@ -233,8 +260,8 @@ def scale_notebook() -> nbformat.NotebookNode:
             new_code_cell(
                 "show(result.accuracy, 'Accuracy per condition')\n"
                 "print(f'answers differ between the two long conditions: {result.answers_differ}/{result.answers_compared}')\n"
-                "print('McNemar long fixed vs per-session budget:', result.mcnemar_long)\n"
-                "print('McNemar short vs long (fixed B):', result.mcnemar_short_long)"
+                "show_values(result.mcnemar_long, 'McNemar: long history, fixed B vs 150 characters per session')\n"
+                "show_values(result.mcnemar_short_long, 'McNemar: short vs long history at fixed B')"
             ),
             new_code_cell("show_figure(result.figures['figure3'])"),
             new_code_cell(
@@ -262,6 +289,10 @@ def environment_notebook() -> nbformat.NotebookNode:
                 "show(result.table, 'Environment validation')\n"
                 "print('all rollouts terminated:', result.all_terminated)"
             ),
+            new_markdown_cell("The validation at a glance: ours and the paper's, in separate panels."),
+            new_code_cell(
+                "from supersede_lib.studies.notebook import environment_figure\n\nshow_figure(environment_figure(result))"
+            ),
             new_code_cell("show(result.rollouts.drop(columns=['error']).head(20), 'Environment rollouts')"),
             new_code_cell("show(result.saturation_table, 'Synthetic saturation')"),
             new_code_cell("print('outputs:', result.output_dir)"),
@@ -285,6 +316,16 @@ def training_notebook() -> nbformat.NotebookNode:
         "(Unsloth in bf16 and fp16, plain PEFT, fp32 adapters; report in `outputs/gpu_check/`).",
         [
             new_markdown_cell(
+                "## The result that worked: the CPU proof\n\n"
+                "Read from the committed `cpu_proof` record (no training here): Qwen2.5-Coder-0.5B-Instruct trained "
+                "with GRPO on a 2-core CPU, 20 steps per run, several reward arms and seeds, judged greedily on 100 "
+                "held-out episodes. Left: training success per step; right: held-out accuracy per checkpoint "
+                "(colour = arm, line style = seed). Some seeds double the base's accuracy; some empty their notes "
+                "and fall below it (docs/results.md)."
+            ),
+            new_code_cell("from supersede_lib.studies.notebook import show_cpu_proof\n\nshow_cpu_proof()"),
+            new_markdown_cell(
+                "## This profile's training\n\n"
                 "One run per reward, curriculum and seed of the profile's `training:` block: `fixed` is the "
                 "paper's (one difficulty throughout); `adaptive` moves up the generator's difficulty ladder when "
                 "most rollouts of the groups succeed, so the advantage does not vanish. The `sparse` reward is "
@@ -317,10 +358,24 @@ def training_notebook() -> nbformat.NotebookNode:
                 "for name, table in evidence.read_tables(result.output_dir, (evidence.TREND, evidence.NOTES_PAYOFF)).items():\n"
                 "    show(table, evidence.TITLES[name])"
             ),
+            new_markdown_cell(
+                "## Notebook 07 in this runtime\n\n"
+                "On Colab or Kaggle, notebook 07 opened from its badge starts a fresh runtime that cannot see these "
+                "checkpoints (unless both name the same `save_dir`), so here it runs in the same one: every "
+                "checkpoint against the base on held-out questions (Table 3, Figure 4b)."
+            ),
+            new_code_cell(
+                "from supersede_lib.studies import transfer\n"
+                "from supersede_lib.studies.notebook import on_hosted_notebook, show_transfer\n\n"
+                "if run_07_here or (run_07_here is None and on_hosted_notebook()):\n"
+                "    show_transfer(transfer.run_transfer(profile))\n"
+                "else:\n"
+                "    print('Notebook 07 evaluates these checkpoints (or set run_07_here = True to do it here).')"
+            ),
         ],
         study="training",
         install=install_cell(TRAINING_EXTRAS, gpu_addons=True),
-        parameters_cell=TRAINING_PARAMETERS_CELL,
+        parameters_cell=TRAINING_PARAMETERS_CELL + RUN_07_PARAMETER,
     )
 
 
@@ -333,49 +388,22 @@ def transfer_notebook() -> nbformat.NotebookNode:
         "for `offline`. Base and trained models differ only by the adapter (checked by hashing every base "
         "tensor). Each checkpoint is compared with the base on the same questions (paired McNemar).",
         [
-            new_code_cell(
-                "result = transfer.run_transfer(profile)\n"
-                "table3 = isinstance(result, transfer.TransferResult)  # else: named evaluation sets only\n"
-                "if table3:\n"
-                "    show(result.table, 'Table 3 (ours)')\n"
-                "    show(result.paper_table, 'Table 3 (paper, quoted)')\n"
-                "    print(transfer.transfer_summary_line(result))\n"
-                "    show_figure(result.figures['figure4b'])"
-            ),
             new_markdown_cell(
-                "Accuracy by step, averaged over seeds (95% interval from resampling questions), then fixed vs "
-                "adaptive curriculum and sparse vs memory reward at each run's final checkpoint."
-            ),
-            new_code_cell(
-                "if table3:\n"
-                "    show(result.by_step, 'Accuracy by step')\n"
-                "    if not result.curricula.empty:\n"
-                "        show(result.curricula, 'Fixed vs adaptive curriculum')\n"
-                "    if not result.rewards.empty:\n"
-                "        show(result.rewards, 'Sparse vs memory reward')"
-            ),
-            new_markdown_cell(
-                "## Named evaluation sets\n\n"
-                "A profile may list evaluation sets (`transfer.evaluations`): the CPU proof judges its checkpoints "
+                "Table 3 and Figure 4b when the profile has `transfer.episodes`: accuracy per checkpoint, then by "
+                "step averaged over seeds (95% interval from resampling questions), fixed vs adaptive curriculum and "
+                "sparse vs memory reward at each run's final checkpoint.\n\n"
+                "Then the named evaluation sets (`transfer.evaluations`): the CPU proof judges its checkpoints "
                 "greedily on 100 held-out episodes of their training distribution (a generator seed training never "
                 "used), on the harder transfer set, and on real LongMemEval records where the local file is present, "
                 "each against the base on the same questions (McNemar). Sets ending in `-prefix-cache` ran on the "
                 "prompt-prefix engine, each against the base judged by that same engine; the engine check compares "
-                "the two engines on the same models. Then the figure, what every part cost, and the base's and the "
-                "first arm's final checkpoint's notes and answers side by side, where their verdicts differ first."
+                "the two engines on the same models. Then what every part cost, and the base's and the first arm's "
+                "final checkpoint's notes and answers side by side, where their verdicts differ first."
             ),
             new_code_cell(
-                "from supersede_lib.studies import evaluation_sets, evidence\n\n"
-                "sets = evaluation_sets.read_evaluation_sets(result.profile)\n"
-                "if sets is None:\n"
-                "    print('This profile lists no evaluation sets (transfer.evaluations).')\n"
-                "else:\n"
-                "    for name, table in sets.tables.items():\n"
-                "        show(table, evidence.TITLES.get(name, name))\n"
-                "    for figure in sets.figures.values():\n"
-                "        show_figure(figure)\n"
-                "    if not sets.side_by_side.empty:\n"
-                "        show(sets.side_by_side, sets.side_by_side_title)"
+                "from supersede_lib.studies.notebook import show_transfer\n\n"
+                "result = transfer.run_transfer(profile)\n"
+                "show_transfer(result)"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],

@@ -15,6 +15,7 @@ and a blank model reply raises `EmptyModelResponseError`, which ends that rollou
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ import verifiers as vf
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
-from supersede_lib.data.longmemeval import load_longmemeval
+from supersede_lib.data.longmemeval import DataUnavailableError, load_longmemeval
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.matcher import score_episode_answer
 
@@ -258,6 +259,23 @@ def make_environment(
     return SupersedeEnv(rubric=make_rubric(stale_penalty_weight), **dataset_kwargs, **env_kwargs)
 
 
+VF_EVAL_DATA_ADVICE = (
+    'For vf-eval: point it at a local copy, -a \'{"data_path": "/path/to/longmemeval"}\' (or set '
+    'SUPERSEDE_LONGMEMEVAL_DIR), or evaluate on generated episodes with no download: -a \'{"mode": "train"}\'.'
+)
+
+
+def _eval_episodes(split: str, question_type: str, data_path: str | None, max_examples: int) -> list:
+    """LongMemEval for mode "eval"; offline, the error says what a vf-eval user can pass instead."""
+    limit = max_examples if max_examples > 0 else None
+    try:
+        return load_longmemeval(split=split, question_type=question_type, local_path=data_path, limit=limit)
+    except DataUnavailableError as error:
+        # what failed, without the advice that follows it (meant for `make` users)
+        what = re.split(r"\.\s+(?=Set |Put the )", str(error), maxsplit=1)[0].rstrip(".")
+        raise DataUnavailableError(f"{what}. {VF_EVAL_DATA_ADVICE}") from error
+
+
 def load_environment(
     question_type: str = "knowledge-update",
     split: str = "oracle",
@@ -282,10 +300,7 @@ def load_environment(
     Remaining keyword arguments go to the environment (e.g. `timeout_seconds`, `sampling_args`).
     """
     if mode == "eval":
-        limit = max_examples if max_examples > 0 else None
-        episodes = load_longmemeval(
-            split=split, question_type=question_type, local_path=data_path, limit=limit
-        )
+        episodes = _eval_episodes(split, question_type, data_path, max_examples)
     elif mode == "train":
         episodes = generate_episodes(num_train_examples, seed=seed, difficulty=difficulty)
     else:

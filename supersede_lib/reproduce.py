@@ -4,8 +4,9 @@ Every notebook in notebooks/ runs in name order with papermill (kernel `python3`
 `profile=X`). A profile with a committed record is replayed from its recorded replies into a
 scratch folder and checked table by table against the record (nothing tracked is rewritten); any
 other profile runs into outputs/<profile>/, executed copies in outputs/<profile>/executed/. The run stops at the first
-failing notebook and says which one, which error, and where its executed copy is. When the
-`local` profile cannot download LongMemEval, the message says to use PROFILE=offline.
+failing notebook and says which one, which error, and where its executed copy is. A profile whose
+downloads cannot be reached (`data.reachability`) stops before the first notebook with one line
+saying what to run instead (PROFILE=offline).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from traitlets.config import Config
+
+from supersede_lib.data import reachability
 from supersede_lib.eval.provenance import ALLOW_DIRTY_ENV, DirtyCheckoutError, check_clean_for_results
 from supersede_lib.eval.run_files import PORTABLE_ROOTS
 from supersede_lib.models.chat import redact_credentials
@@ -49,6 +53,9 @@ MODES_HELP = """modes:
   --record   replay, then adopt the tables that changed into outputs/ keeping recorded live
              measurements: regenerate the record on purpose after an intended change."""
 KERNEL_NAME = "python3"
+# The kernel talks to papermill over local IPC sockets, not TCP: nothing else can reach it, and the
+# kernel no longer warns on every start that TCP without CurveZMQ keys is unencrypted
+KERNEL_CONFIG = Config({"KernelManager": {"transport": "ipc"}})
 DATA_UNAVAILABLE_HINT = (
     "LongMemEval could not be loaded. Run the offline profile instead (synthetic data, no network): "
     "make reproduce PROFILE=offline — or point SUPERSEDE_LONGMEMEVAL_DIR at a local copy."
@@ -115,6 +122,7 @@ def execute_notebook(notebook: Path, profile: str, output: Path, *, kernel_name:
             kernel_name=kernel_name,
             cwd=str(notebook.parent),
             progress_bar=False,
+            config=KERNEL_CONFIG,
         )
     except Exception as error:  # papermill raises PapermillExecutionError, kernel errors, timeouts
         raise NotebookFailed(notebook, output, error) from error
@@ -340,6 +348,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.allow_dirty:
         os.environ[ALLOW_DIRTY_ENV] = "1"  # the notebook kernels inherit it
     mode = "live" if args.live else "record" if args.record else "replay" if args.replay else "auto"
+    unreachable = reachability.unreachable_message(args.profile, live=args.live)
+    if unreachable:  # before any notebook starts: offline, one line saying what to run instead
+        print(f"STOPPED: {unreachable}", file=sys.stderr)
+        return 2
     only = [prefix for prefix in args.only.split(",") if prefix.strip()] or None
     try:
         run = reproduce(

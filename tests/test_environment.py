@@ -302,3 +302,25 @@ def test_vf_eval_cli_runs_offline_against_the_fake_server(
     sent = [message for body in chat_requests for message in body["messages"]]
     assert any(message["role"] == "assistant" for message in sent)  # the worked example is one
     assert all(message.get("reasoning_content", "") is not None for message in sent)
+
+
+def test_offline_eval_mode_tells_a_vf_eval_user_what_to_pass(tmp_path: Path, monkeypatch) -> None:
+    """Without the hub or a local copy, the advice is vf-eval's (-a data_path or mode train), not make's."""
+    import supersede_lib.environment as environment_module
+    from supersede_lib.data.longmemeval import DataUnavailableError
+
+    monkeypatch.delenv("SUPERSEDE_LONGMEMEVAL_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def offline(**kwargs):
+        raise DataUnavailableError(
+            "LongMemEval file 'longmemeval_oracle.json' is not available locally and could not be downloaded "
+            "(OSError: offline). Set SUPERSEDE_LONGMEMEVAL_DIR ... or run: make reproduce PROFILE=offline."
+        )
+
+    monkeypatch.setattr(environment_module, "load_longmemeval", offline)
+    with pytest.raises(DataUnavailableError) as raised:
+        load_environment(mode="eval")
+    message = str(raised.value)
+    assert "could not be downloaded" in message and "make reproduce" not in message
+    assert '"data_path"' in message and '"mode": "train"' in message

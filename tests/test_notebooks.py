@@ -66,14 +66,17 @@ def test_study_notebooks_match_their_generator(name: str) -> None:
     assert [cell.source for cell in committed.cells] == [cell.source for cell in built.cells], (
         f"{name}.ipynb differs from notebooks/make_study_notebooks.py: re-run the generator"
     )
-    first = committed.cells[0].source
-    assert "google.colab" in first and "KAGGLE" in first and "pip" in first
+    assert committed.cells[0].cell_type == "markdown" and committed.cells[0].source.startswith("# ")  # title
+    install = committed.cells[1]
+    assert "google.colab" in install.source and "KAGGLE" in install.source and "pip" in install.source
+    assert install.metadata["jupyter"]["source_hidden"] and install.metadata["cellView"] == "form"
+    assert install.source.count("REPO_URL = ") == 1  # the one line a Colab/Kaggle user edits
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOK_DIR.glob("0*.ipynb")), ids=lambda path: path.name)
 def test_install_cell_never_imports_torch_and_asks_for_a_restart(path: Path) -> None:
     """pip swaps packages under the running kernel: torch must not be loaded first, and the user restarts."""
-    install = nbformat.read(path, as_version=4).cells[0].source
+    install = nbformat.read(path, as_version=4).cells[1].source  # under the title
     assert "import torch" not in install and "torch." not in install
     assert "Restart the runtime" in install
     assert 'find_spec("supersede_lib")' in install  # installs once, not on every run
@@ -132,6 +135,23 @@ def test_reproduce_stops_at_the_first_failing_notebook(tmp_path: Path, monkeypat
     assert reproduce.main(["--profile", "nope"]) == 2
 
 
+def _assert_it_shows(path: Path, executed: nbformat.NotebookNode) -> None:
+    """At least one figure, the profile banner, and an HTML render (nbconvert) with images and tables."""
+    from nbconvert import HTMLExporter
+
+    outputs = [output for cell in executed.cells for output in cell.get("outputs", [])]
+    assert any("image/png" in output.get("data", {}) for output in outputs), f"{path.name}: no figure"
+    assert any("Profile: smoke" in output.get("data", {}).get("text/html", "") for output in outputs), (
+        path.name
+    )
+    page, _ = HTMLExporter().from_notebook_node(executed)
+    assert "<img" in page and "<table" in page, f"{path.name}: its HTML render lacks a figure or a table"
+    if path.name.startswith("01"):
+        assert (
+            "static HTML" in page and "Answer step" in page
+        )  # the explorer's copy for readers without a kernel
+
+
 @pytest.mark.slow
 def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SUPERSEDE_OUTPUT_DIR", str(tmp_path))  # the kernels inherit it
@@ -148,6 +168,7 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
                 assert output.get("output_type") != "error", f"{path.name}: {output.get('ename')}"
         tagged = [cell for cell in executed.cells if "injected-parameters" in cell.metadata.get("tags", [])]
         assert tagged and 'profile = "smoke"' in tagged[0].source
+        _assert_it_shows(path, executed)
 
     root = tmp_path / "smoke"
     for name in STUDY_NOTEBOOKS:
@@ -191,3 +212,37 @@ def test_study_notebooks_execute_under_smoke(tmp_path: Path, monkeypatch) -> Non
     ):
         assert heading in report
     assert "paper (gpt-4.1-mini, LongMemEval, n=78)" in report
+
+
+@pytest.mark.slow
+def test_06_runs_07_in_its_runtime_and_07_reads_the_save_dir(tmp_path: Path, monkeypatch) -> None:
+    """Colab/Kaggle: 06 evaluates its checkpoints in the same runtime, and 07 opened in a fresh runtime
+    (a new kernel) finds them in the `save_dir` both name, as a Drive folder would keep them."""
+    monkeypatch.delenv("SUPERSEDE_OUTPUT_DIR", raising=False)
+    save_dir = tmp_path / "drive"
+    parameters = {"profile": "smoke", "save_dir": str(save_dir)}
+    trained = tmp_path / "06.ipynb"
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / "06_grpo_training.ipynb"),
+        str(trained),
+        parameters={**parameters, "run_07_here": True},
+        kernel_name=reproduce.KERNEL_NAME,
+        cwd=str(NOTEBOOK_DIR),
+        progress_bar=False,
+        config=reproduce.KERNEL_CONFIG,
+    )
+    transfer = json.loads((save_dir / "smoke" / "07_transfer_eval" / "summary.json").read_text())
+    assert transfer["adapters"], "06 ran 07's evaluation of its checkpoints"
+    figures = [o for c in nbformat.read(trained, as_version=4).cells for o in c.get("outputs", [])]
+    assert sum("image/png" in output.get("data", {}) for output in figures) >= 2  # 4a and 4b
+    (save_dir / "smoke" / "07_transfer_eval" / "summary.json").unlink()
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / "07_transfer_eval.ipynb"),
+        str(tmp_path / "07.ipynb"),
+        parameters=parameters,
+        kernel_name=reproduce.KERNEL_NAME,
+        cwd=str(NOTEBOOK_DIR),
+        progress_bar=False,
+        config=reproduce.KERNEL_CONFIG,
+    )
+    assert json.loads((save_dir / "smoke" / "07_transfer_eval" / "summary.json").read_text())["adapters"]

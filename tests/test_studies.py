@@ -315,24 +315,26 @@ def test_explorer_step_html_shows_session_notes_and_answer() -> None:
         "answer": "city1",
         "verdict": "correct",
     }
-    first = episode_step_html(_episode(), 0, trajectory)
+    first = episode_step_html(_episode(), 1, trajectory)
     assert "Session 1/2" in first and "I live in &lt;city0&gt;" in first
     assert (
         "lives in city0" in first
         and "holds a stale value" in first
         and "holds the current value" not in first
     )
-    second = episode_step_html(_episode(), 1, trajectory)
+    second = episode_step_html(_episode(), 2, trajectory)
     assert (
         "evidence session" in second
         and "lives in city1 &amp; more" in second
         and "holds the current value" in second
     )
-    final = episode_step_html(_episode(), 2, trajectory)
+    assert "2*" in second  # the evidence session is marked in the strip
+    final = episode_step_html(_episode(), 3, trajectory)
     assert "Agent's answer" in final and "correct" in final
-    assert "No run yet" in episode_step_html(_episode(), 0, None)
-    with pytest.raises(ValueError, match="ep-x.*step must be 0..2"):
-        episode_step_html(_episode(), 3)
+    assert "Final notes" in final and "lives in city1 &amp; more" in final
+    assert "No run yet" in episode_step_html(_episode(), 1, None)
+    with pytest.raises(ValueError, match="ep-x.*step must be 1..3"):
+        episode_step_html(_episode(), 0)
 
 
 def test_explorer_indexes_trajectories_and_builds_a_widget(tmp_path: Path) -> None:
@@ -341,11 +343,12 @@ def test_explorer_indexes_trajectories_and_builds_a_widget(tmp_path: Path) -> No
     assert set(index_trajectories(path)) == {"ep-x"}
     with pytest.raises(ValueError, match=r"trajectories\[0\]: missing field 'episode_id'"):
         index_trajectories([{"answer": "x"}])
-    box = episode_explorer([_episode()], path)
-    dropdown, slider, view = box.children
-    assert slider.max == 2 and "Session 1/2" in view.value and "n0" in view.value
-    slider.value = 1
+    shown = episode_explorer([_episode()], path)
+    dropdown, slider, view = shown.box.children
+    assert slider.min == 1 and slider.max == 3 and "Session 1/2" in view.value and "n0" in view.value
+    slider.value = 2
     assert "n1" in view.value
+    assert "Session 1/2" in shown.static_html and "Answer step" in shown.static_html  # for copies
 
 
 # ------------------------------------------------------------------ exact values with a scripted model

@@ -42,6 +42,13 @@ COMMANDS: dict[str, Command] = {
         "supersede_lib.cli.diagnose",
         "Table 1 for any OpenAI-compatible model on one page, cost estimated first",
     ),
+    "reachable": Command(
+        "supersede_lib.data.reachability",
+        "can a profile's downloads be fetched? one line saying what to run if not",
+    ),
+    "serve": Command(
+        "supersede_lib.cli.serve", "serve a GGUF model over OpenAI-compatible HTTP (a free port by default)"
+    ),
     "gpu-check": Command(
         "supersede_lib.train.gpu_check", "check the GPU training path on this machine's CUDA GPU (~3 min)"
     ),

@@ -48,7 +48,6 @@ from supersede_lib.studies.labels import (
     ours_label,
     paper_label,
     percent,
-    profile_banner,
     slug,
 )
 from supersede_lib.studies.outputs import (
@@ -97,7 +96,6 @@ __all__ = [
     "pair_conditions",
     "paper_label",
     "percent",
-    "profile_banner",
     "record_summary",
     "shares_as_percent",
     "slug",

@@ -323,12 +323,18 @@ def side_by_side(folder: Path, model: str, n: int = 6) -> pd.DataFrame:
 
 
 def training_and_evaluation_figure(
-    rollouts: pd.DataFrame, heldout: pd.DataFrame, other_engine: pd.DataFrame | None = None
+    rollouts: pd.DataFrame,
+    heldout: pd.DataFrame,
+    other_engine: pd.DataFrame | None = None,
+    *,
+    by_arm: bool = False,
 ) -> Any:
     """Left: training success per step, each arm's seeds pooled (Wilson 95% per step); right: held-out
     accuracy per checkpoint, one line per run (`heldout`: the first evaluation set's table).
 
-    Runs judged only by the prompt-prefix engine (`other_engine`, its own base) are drawn dashed."""
+    Right, by default (the committed record's PNG): one colour per run, runs judged only by the
+    prompt-prefix engine (`other_engine`, its own base) dashed. `by_arm=True` (what notebook 06 shows):
+    the arm's colour as on the left, line style by seed, square markers for the prompt-prefix engine."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator
@@ -336,12 +342,13 @@ def training_and_evaluation_figure(
     sns.set_theme(style="whitegrid")
     figure, (train_ax, held_ax) = plt.subplots(1, 2, figsize=(13, 4.5))
     runs = sorted(rollouts["run"].unique())
-    colors = dict(
+    arm_colors = dict(zip(sorted(rollouts["arm"].unique()), sns.color_palette("colorblind"), strict=False))
+    run_colors = dict(
         zip(runs, sns.color_palette("husl" if len(runs) > 10 else "colorblind", len(runs)), strict=True)
     )
-    arm_colors = dict(zip(sorted(rollouts["arm"].unique()), sns.color_palette("colorblind"), strict=False))
     _plot_training_success(train_ax, rollouts, arm_colors)
-    _plot_checkpoint_accuracy(held_ax, colors, heldout, other_engine)
+    lines = _arm_seed_lines(runs, arm_colors) if by_arm else _run_lines(run_colors)
+    _plot_checkpoint_accuracy(held_ax, lines, heldout, other_engine)
     for axis in (train_ax, held_ax):
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     figure.tight_layout()
@@ -370,17 +377,44 @@ def _plot_training_success(axis: Any, rollouts: pd.DataFrame, arm_colors: dict[s
     axis.legend(fontsize=8, loc="upper left")
 
 
+SEED_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+
+
+def _run_lines(run_colors: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """One colour per run; the prompt-prefix engine's runs dashed (the record's figure)."""
+    return {
+        run: {"color": color, "own": ("-", "o", run), "other": ("--", "o", f"{run} (prefix engine)")}
+        for run, color in run_colors.items()
+    }
+
+
+def _arm_seed_lines(runs: list[str], arm_colors: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The arm's colour, a line style per seed, square markers for the prompt-prefix engine."""
+    lines = {}
+    for run in runs:
+        arm, _, seed = run.partition("__seed-")
+        style = SEED_STYLES[int(seed) % len(SEED_STYLES)] if seed.isdigit() else "-"
+        label = f"{arm}, seed {seed}"
+        lines[run] = {
+            "color": arm_colors.get(arm, "black"),
+            "own": (style, "o", label),
+            "other": (style, "s", f"{label} (prefix engine)"),
+        }
+    return lines
+
+
 def _plot_checkpoint_accuracy(
-    axis: Any, colors: dict[str, Any], heldout: pd.DataFrame, other_engine: pd.DataFrame | None
+    axis: Any, lines: dict[str, dict[str, Any]], heldout: pd.DataFrame, other_engine: pd.DataFrame | None
 ) -> None:
-    """Held-out accuracy of the base (step 0) and every checkpoint of each run, one line per run."""
-    for run, color in colors.items():
-        table, style = heldout, "-"
+    """Held-out accuracy of the base (step 0) and every checkpoint of each run, one line per run
+    (`lines`: its colour, and line style, marker and label for each engine's table)."""
+    for run, line in lines.items():
+        table, (style, marker, label) = heldout, line["own"]
         if not heldout["model"].str.startswith(f"{run}__").any() and other_engine is not None:
-            table, style = other_engine, "--"
+            table, (style, marker, label) = other_engine, line["other"]
         base = table[table["model"] == "base"].iloc[0]
         points = table[table["model"].str.startswith(f"{run}__")]
-        steps = [0, *(step_of(label) for label in points["model"])]
+        steps = [0, *(step_of(model) for model in points["model"])]
         values = [base["accuracy"], *points["accuracy"]]
         low = [base["ci_low"], *points["ci_low"]]
         high = [base["ci_high"], *points["ci_high"]]
@@ -391,11 +425,11 @@ def _plot_checkpoint_accuracy(
                 [max(v - lo, 0.0) for v, lo in zip(values, low, strict=True)],
                 [max(hi - v, 0.0) for v, hi in zip(values, high, strict=True)],
             ],
-            marker="o",
+            marker=marker,
             capsize=3,
-            color=color,
+            color=line["color"],
             linestyle=style,
-            label=run if style == "-" else f"{run} (prefix engine)",
+            label=label,
         )
     axis.set(xlabel="checkpoint step (0 = base)", ylabel="held-out accuracy", ylim=(-0.02, 1.02))
     n = int(heldout.loc[heldout["model"] == "base", "n"].iloc[0])

@@ -11,9 +11,6 @@ from typing import Any
 
 import pandas as pd
 
-from supersede_lib.studies import profiles
-from supersede_lib.studies.profiles import Profile
-
 NOTEBOOK_DATA = "01_data"
 NOTEBOOK_ISOLATION = "02_isolation"
 NOTEBOOK_FRONTIER = "03_frontier"
@@ -23,19 +20,6 @@ NOTEBOOK_TRAINING = "06_grpo_training"
 NOTEBOOK_TRANSFER = "07_transfer_eval"
 
 MATCHER = "programmatic matcher"  # the grader named when no LLM judge is set
-
-
-def profile_banner(profile: Profile) -> str:
-    """A Markdown paragraph naming the profile, its data, models and where results go."""
-    judge = profile.judge
-    return (
-        f"**Profile `{profile.name}`** — {profile.description}  \n"
-        f"Data: {profile.data_label or '?'} · model: `{profile.model.get('name', '?')}` · "
-        f"grader: {'LLM judge `' + judge.get('name', '?') + '`' if judge else MATCHER} · "
-        f"results: `{profiles.OUTPUT_ROOT / profile.name}`  \n"
-        "Numbers labelled *paper* are quoted from the Supersede paper; numbers labelled *ours* are measured "
-        "here with the model, data, profile and n named beside them. They are never mixed."
-    )
 
 
 def ours_label(model: str, data: str, profile_name: str, n: int) -> str:
