@@ -199,6 +199,17 @@ def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, 
     return warnings
 
 
+def cache_warnings(model: Any) -> list[str]:
+    """A response cache that was damaged mid-run and bypassed (`on_damage="run_uncached"`)."""
+    disabled = getattr(model, "disabled", None)
+    if not disabled:
+        return []
+    return [
+        f"the response cache was damaged mid-run and {getattr(model, 'bypassed', 0)} calls were made "
+        f"without it (on_damage=run_uncached), so a re-run pays for them again: {disabled}"
+    ]
+
+
 def run_totals(
     rows: list[dict[str, Any]], trajectories: list[dict[str, Any]], judge_tallies: dict[str, int]
 ) -> dict[str, Any]:
@@ -284,7 +295,7 @@ def build_manifest(
         "totals": totals,
         "failed_episode_ids": [row["episode_id"] for row in rows if row["failed"]],
         "concurrency": concurrency,
-        "warnings": run_warnings(model.name, rows, totals),
+        "warnings": run_warnings(model.name, rows, totals) + cache_warnings(model),
         "accuracy": {
             "matcher": sum(row["verdict"] == "correct" for row in rows) / len(rows),
             "matcher_completed_only": (
