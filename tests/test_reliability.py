@@ -51,6 +51,7 @@ def test_limit_halves_under_rate_limiting_and_grows_back_after_a_window_of_succe
         "final": 4,
         "lowest": 2,
         "rate_limited_attempts": 3,
+        "timed_out_attempts": 0,
         "decreases": 2,
         "increases": 2,
     }

@@ -44,7 +44,13 @@ from supersede_lib.agent.rollout import (
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
 from supersede_lib.eval.progress import StudyProgress, progress_bar
-from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
+from supersede_lib.eval.run_files import (
+    build_manifest,
+    default_run_name,
+    model_stats_snapshot,
+    now_utc,
+    write_run_outputs,
+)
 from supersede_lib.models.chat import (
     ChatModel,
     ChatResult,
@@ -127,6 +133,9 @@ class CallRecord:
     finish_reason: str | None = None
     empty_reply: bool = False
     made_by_commit: str | None = None  # a replayed call: the commit of the run that made it live
+    served_model: str | None = None  # a live call: the model id the server said answered it
+    system_fingerprint: str | None = None
+    cached_prompt_tokens: int | None = None  # a live call: prompt tokens the server had cached
 
     @property
     def was_cut(self) -> bool:
@@ -211,6 +220,9 @@ class RolloutOutcome:
                 "latency_s": round(call.latency_s, 6),
                 "cached": call.cached,
                 "made_by_commit": call.made_by_commit,
+                "served_model": call.served_model,
+                "system_fingerprint": call.system_fingerprint,
+                "cached_prompt_tokens": call.cached_prompt_tokens,
                 "finish_reason": call.finish_reason,
                 "cut": call.was_cut,
                 "empty_reply": call.empty_reply,
@@ -308,6 +320,9 @@ async def arun_rollout(
                 finish_reason=result.finish_reason,
                 empty_reply=not result.text.strip(),
                 made_by_commit=result.made_by_commit if result.cached else None,
+                served_model=result.served_model,
+                system_fingerprint=result.system_fingerprint,
+                cached_prompt_tokens=result.cached_prompt_tokens,
             )
         )
     outcome.wall_s = time.perf_counter() - started
@@ -529,13 +544,13 @@ async def arun_condition(
     """`run_condition` for callers already inside an event loop (`await arun_condition(...)`)."""
     episodes = list(episodes)
     _check_episodes(episodes)
-    started_at = now_utc()
-    started = time.perf_counter()
-    label = f"{condition} | {model.name}"
+    started_at, started, label = now_utc(), time.perf_counter(), f"{condition} | {model.name}"
     run_name = run_name or default_run_name(
         condition, model.name, settings.notes_budget_chars, settings.chars_per_session
     )
-    limit = AdaptiveLimit(settings.concurrency, label=label)
+    stats_before = model_stats_snapshot(model)
+    server_slots = await _server_slots(model, settings.concurrency, label)
+    limit = AdaptiveLimit(min(settings.concurrency, server_slots or settings.concurrency), label=label)
     gate = _StopGate(model)
 
     async def one(episode: Episode, bar: StudyProgress) -> _QuestionResult | None:
@@ -579,7 +594,8 @@ async def arun_condition(
         episodes,
         started_at=started_at,
         wall_s=wall_s,
-        concurrency=limit.stats(),
+        concurrency={**limit.stats(), "requested": settings.concurrency, "server_slots": server_slots},
+        stats_before=stats_before,
     )
     if gate.error is not None:
         _mark_stopped(manifest, gate.error, episodes, rows)
@@ -593,6 +609,19 @@ async def arun_condition(
     return RunResult(
         run_name=run_name, frame=frame, trajectories=trajectories, manifest=manifest, paths=paths
     )
+
+
+async def _server_slots(model: ChatModel, concurrency: int, label: str) -> int | None:
+    """How many requests the model's server serves at once, when it says (llama.cpp: /props); logged
+    when that is fewer than `concurrency` (more in flight would only queue, and time out, there)."""
+    server_info = getattr(getattr(model, "inner", model), "server_info", None)
+    slots = (await asyncio.to_thread(server_info)).get("total_slots") if callable(server_info) else None
+    if slots is not None and slots < concurrency:
+        logger.info(
+            "%s: the server serves %d request(s) at once (GET /props total_slots): concurrency %d, not %d",
+            label, slots, slots, concurrency,
+        )  # fmt: skip
+    return slots
 
 
 async def _gather_or_cancel_all(tasks: list[asyncio.Future[T]]) -> list[T]:
