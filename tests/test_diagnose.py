@@ -42,7 +42,12 @@ def test_estimate_only_prices_openai_and_makes_no_call(monkeypatch: pytest.Monke
     monkeypatch.setenv("SUPERSEDE_TEST_OPENAI_KEY", "sk-test-estimate-only-000")
     arguments = ["--base-url", "https://api.openai.com/v1", "--model", "gpt-4.1-mini", "--n", "4"]
     assert diagnose.main([*arguments, "--api-key-env", "SUPERSEDE_TEST_OPENAI_KEY", "--estimate-only"]) == 0
-    assert "at OpenAI list prices" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "at OpenAI list prices" in printed and "s a call and 8 in flight (assumed" in printed
+    assert diagnose.main([*arguments, "--api-key-env", "SUPERSEDE_TEST_OPENAI_KEY", "--estimate-only",
+                          "--seconds-per-call", "3", "--concurrency", "2"]) == 0  # fmt: skip
+    calls = int((printed := capsys.readouterr().out).split("about ")[1].split(" calls")[0])
+    assert f"about {calls * 3 / 2 / 60:.1f} min at 3 s a call and 2 in flight (as given" in printed
 
 
 def test_a_base_url_with_credentials_is_refused_before_anything_runs(capsys) -> None:
