@@ -370,7 +370,9 @@ class OpenAIChatModel:
                 report_rate_limited()
             if status in (408, 409, 429) or status >= 500:
                 return True
-            raise self._status_error(error) from error
+            # not chained: the SDK's error holds the raw body, where a server may echo the key;
+            # the message keeps its (redacted) detail
+            raise self._status_error(error) from None
         return False
 
     def _status_error(self, error: Any) -> ModelError:
