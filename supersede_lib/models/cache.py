@@ -24,10 +24,11 @@ keeps the finished questions, writes them and stops), unless the user allowed
 counted as a miss (`bypassed`), and the run's manifest carries the warning.
 
 Nothing is paid twice. Identical requests in flight in one process share one call; across
-processes sharing one file, a miss is claimed with an OS file lock (`filelock`, one of 4096 lock
-files in `<cache>.locks/`, picked by the key's first hex digits) before the call is made: a second
-process asking the same thing waits for the lock, then reads the first one's reply from the cache.
-A process that dies releases its locks with it. An empty reply is stored as tentative and asked
+processes sharing one file, a miss is claimed with an OS file lock (`filelock`, `<cache>.locks/<key>.lock`)
+before the call is made: a second process asking the same thing waits for the lock, then reads the
+first one's reply from the cache. A process that dies releases its locks with it. The lock file is
+removed after use; a process that raced that removal re-reads the cache once it holds a lock, so it
+too finds the stored reply (only a call that failed can then be made twice). An empty reply is stored as tentative and asked
 again by the next run; only a second empty reply for the same request is final (a transient
 `content: null` is never replayed forever). Recorded responses are always final.
 """
@@ -58,7 +59,6 @@ logger = logging.getLogger(__name__)
 BUSY_TIMEOUT_S = 60.0
 BEFORE_PROVENANCE = "recorded-before-provenance"
 CLAIM_POLL_S = 0.05  # how often a process waiting for another's call looks again
-LOCK_BUCKET_HEX_DIGITS = 3  # 4096 lock files at most: two keys share one only by a rare chance
 DAMAGE_POLICIES = ("stop", "run_uncached")
 DamagePolicy = Literal["stop", "run_uncached"]
 
@@ -208,8 +208,9 @@ class ResponseCache:
         return self._fetchone("SELECT 1 FROM responses WHERE key = ? AND tentative", (key,)) is not None
 
     def lock_for(self, key: str) -> filelock.FileLock:
-        """The cross-process lock that claims `key` (shared with the keys of the same bucket)."""
-        return filelock.FileLock(self._locks_folder() / f"{key[:LOCK_BUCKET_HEX_DIGITS]}.lock")
+        """The cross-process lock that claims `key` (one file per key: a lock shared by several keys
+        would make unrelated calls of one process wait for each other)."""
+        return filelock.FileLock(self._locks_folder() / f"{key}.lock")
 
     def put(
         self, key: str, result: ChatResult, *, made_by_commit: str | None = None, tentative: bool = False
@@ -427,6 +428,8 @@ class CachedChatModel:
             yield stored
         finally:
             lock.release()
+            with contextlib.suppress(OSError):
+                os.unlink(lock.lock_file)  # one file per call made would pile up otherwise
 
     async def achat(
         self,

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletion
 
 from supersede_lib.models.chat import (
     ChatResult,
@@ -40,6 +41,7 @@ from supersede_lib.models.chat import (
 from supersede_lib.models.rate_limit import report_rate_limited, report_success, report_timeout
 
 logger = logging.getLogger(__name__)
+CHAT_PATH = "/chat/completions"
 SERVER_PROBE_TIMEOUT_S = 3.0  # GET /props and /v1/models: a server that is up answers at once
 
 OPENAI_HOST = "api.openai.com"
@@ -292,6 +294,12 @@ class OpenAIChatModel:
         seed: int = 0,
     ) -> ChatResult:
         params = self.request_params(messages, max_tokens, temperature, seed)
+        # the body as `create` would send it, posted as is: `create` first walks every message
+        # through the SDK's type annotations (a third of the client's CPU a call, measured on the bench)
+        body = {
+            **{key: value for key, value in params.items() if key != "extra_body"},
+            **params.get("extra_body", {}),
+        }
         client = self._client()
         started = time.perf_counter()
         self.call_count += 1
@@ -302,7 +310,7 @@ class OpenAIChatModel:
                 await self._sleep(self.backoff_delay(attempt - 1, _retry_after_seconds(last_error)))
             self.attempt_count += 1
             try:
-                completion = await client.chat.completions.create(**params)
+                completion = await client.post(CHAT_PATH, cast_to=ChatCompletion, body=body)
                 self._reached = True
                 result = _read_completion(completion, self.name)
             except Exception as error:  # classified below; unknown errors propagate unchanged
