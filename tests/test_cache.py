@@ -290,7 +290,7 @@ def test_a_cache_damaged_mid_run_may_run_uncached_when_allowed_with_honest_stats
     assert len(warnings) == 1 and str(path) in warnings[0] and "without the cache" in warnings[0]
     stats = model.stats()
     assert stats["disabled"] and stats["hit_rate"] == 0.0 and stats["hits"] == 0
-    assert stats["misses"] >= 3 and stats["bypassed"] >= 2
+    assert stats["misses"] == 3 and stats["bypassed"] == 3  # the call that found the damage counts too
     with pytest.raises(ValueError, match="on_damage"):
         CachedChatModel(inner, ResponseCache(tmp_path / "other.db"), on_damage="ignore")
 

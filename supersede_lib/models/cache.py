@@ -394,7 +394,7 @@ class CachedChatModel:
         return False
 
     def _lookup(self, key: str, *, count: bool = True) -> ChatResult | None:
-        if not self.replay:
+        if not self.replay or self.disabled is not None:
             return None
         try:
             return self.cache.get(key, count=count)
