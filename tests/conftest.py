@@ -141,3 +141,20 @@ def small_model_file():
     from supersede_lib.models.gguf import find_local_gguf
 
     return next((path for name in SMALL_MODEL_FILES if (path := find_local_gguf(None, name))), None)
+
+
+@pytest.fixture
+def llama_server():
+    """llama.cpp's own OpenAI-compatible HTTP server (the embedded engine's port) on a small
+    provisioned model: yields (base_url, model_file); skips when xllamacpp or the model is missing."""
+    pytest.importorskip("xllamacpp", reason="the embedded backend needs xllamacpp")
+    from supersede_lib.models.gguf import EmbeddedGGUFModel, default_model_dir
+
+    model_file = small_model_file()
+    if model_file is None:
+        pytest.skip(f"no {' or '.join(SMALL_MODEL_FILES)} in ${MODEL_DIR_ENV} or {default_model_dir()}")
+    served = EmbeddedGGUFModel(model_file, n_ctx=4096, n_threads=1)
+    try:
+        yield served.serve(), model_file
+    finally:
+        served.close()

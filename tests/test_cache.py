@@ -250,24 +250,109 @@ def _damage_pages(path, keep_pages=2):
     path.write_bytes(bytes(data))
 
 
-def test_a_cache_damaged_mid_run_warns_and_the_run_keeps_its_results(tmp_path, caplog):
-    path = tmp_path / "damaged.db"
+def damaged_after_opening(path, inner, **options) -> CachedChatModel:
+    """A cached model whose file opens fine (the first pages are intact) and is damaged after."""
     cache = ResponseCache(path)
     for index in range(300):
         cache.put(f"filler-{index}", ChatResult(text="x" * 500))
     cache.close()
     with sqlite3.connect(path) as connection:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    inner = CountingModel()
-    model = CachedChatModel(inner, ResponseCache(path))  # opens fine: the first pages are intact
+    model = CachedChatModel(inner, ResponseCache(path), **options)
     _damage_pages(path)
+    return model
+
+
+def _damaged_mid_run_model(path, **options):
+    inner = CountingModel()
+    return inner, damaged_after_opening(path, inner, **options)
+
+
+def test_a_cache_damaged_mid_run_stops_with_the_file_and_the_way_out(tmp_path):
+    path = tmp_path / "damaged.db"
+    inner, model = _damaged_mid_run_model(path)
+    with pytest.raises(CacheCorruptError) as raised:
+        asyncio.run(model.achat(MESSAGES, seed=0))
+    assert str(path) in str(raised.value) and "move it aside" in str(raised.value)
+    assert inner.calls == 0  # nothing is paid for that could not be kept
+    with pytest.raises(CacheCorruptError):  # and it stays stopped
+        asyncio.run(model.achat(MESSAGES, seed=1))
+
+
+def test_a_cache_damaged_mid_run_may_run_uncached_when_allowed_with_honest_stats(tmp_path, caplog):
+    path = tmp_path / "damaged.db"
+    inner, model = _damaged_mid_run_model(path, on_damage="run_uncached")
     with caplog.at_level(logging.WARNING):
         results = [asyncio.run(model.achat(MESSAGES, seed=seed)) for seed in range(3)]
     assert [result.text for result in results] == ["reply 0", "reply 1", "reply 2"]
     assert inner.calls == 3 and model.disabled and str(path) in model.disabled
     warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert len(warnings) == 1 and str(path) in warnings[0] and "without the cache" in warnings[0]
-    assert model.stats()["disabled"]
+    stats = model.stats()
+    assert stats["disabled"] and stats["hit_rate"] == 0.0 and stats["hits"] == 0
+    assert stats["misses"] == 3 and stats["bypassed"] == 3  # the call that found the damage counts too
+    with pytest.raises(ValueError, match="on_damage"):
+        CachedChatModel(inner, ResponseCache(tmp_path / "other.db"), on_damage="ignore")
+
+
+class EmptyThenModel(CountingModel):
+    """Answers with an empty reply for the first `empty_calls` calls, then with text."""
+
+    def __init__(self, empty_calls):
+        super().__init__()
+        self.empty_calls = empty_calls
+
+    async def achat(self, messages, *, max_tokens=None, temperature=0.0, seed=0):
+        self.calls += 1
+        text = "" if self.calls <= self.empty_calls else f"reply {seed}"
+        return ChatResult(text=text, model=self.name, finish_reason="stop")
+
+
+def test_an_empty_reply_is_asked_again_by_the_next_run_and_final_only_when_repeated(tmp_path):
+    path = tmp_path / "empty.db"
+    transient = EmptyThenModel(empty_calls=1)
+    assert asyncio.run(CachedChatModel(transient, ResponseCache(path)).achat(MESSAGES)).text == ""
+    rerun = CachedChatModel(transient, ResponseCache(path))
+    assert asyncio.run(rerun.achat(MESSAGES)).text == "reply 0"  # asked again, not replayed
+    assert asyncio.run(CachedChatModel(transient, ResponseCache(path)).achat(MESSAGES)).cached
+    assert transient.calls == 2
+
+    path = tmp_path / "always_empty.db"
+    always = EmptyThenModel(empty_calls=10)
+    for _ in range(2):
+        assert asyncio.run(CachedChatModel(always, ResponseCache(path)).achat(MESSAGES)).text == ""
+    replayed = asyncio.run(CachedChatModel(always, ResponseCache(path)).achat(MESSAGES))
+    assert replayed.cached and replayed.text == "" and always.calls == 2  # a repeated empty reply is final
+
+
+def _shared_cache_worker(path, base_url, barrier, texts):
+    barrier.wait()
+    model = CachedChatModel(OpenAIChatModel("fake-model", base_url=base_url), ResponseCache(path))
+    requests = [[{"role": "user", "content": f"question {index}"}] for index in range(12)]
+
+    async def run_all():
+        return await asyncio.gather(*(model.achat(messages, max_tokens=20) for messages in requests))
+
+    texts.extend([result.text for result in asyncio.run(run_all())])
+
+
+def test_processes_sharing_one_cache_never_pay_for_the_same_call_twice(tmp_path):
+    context = multiprocessing.get_context("fork")
+    with LocalOpenAIServer(latency_s=0.2, responder=lambda messages: messages[-1]["content"][::-1]) as server:
+        barrier, texts = context.Barrier(3), context.Manager().list()
+        workers = [
+            context.Process(
+                target=_shared_cache_worker, args=(tmp_path / "shared.db", server.base_url, barrier, texts)
+            )
+            for _ in range(3)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        assert [worker.exitcode for worker in workers] == [0, 0, 0]
+        assert server.request_count == 12  # three processes, twelve questions each, each paid once
+    assert sorted(texts) == sorted([f"question {index}"[::-1] for index in range(12)] * 3)
 
 
 def test_a_reply_with_a_lone_surrogate_can_be_stored(tmp_path):

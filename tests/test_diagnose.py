@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_MODEL_FILES, small_model_file
 
 from supersede_lib.cli import diagnose
-from supersede_lib.models.gguf import MODEL_DIR_ENV, EmbeddedGGUFModel, default_model_dir
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.studies import profiles
 
@@ -44,7 +42,12 @@ def test_estimate_only_prices_openai_and_makes_no_call(monkeypatch: pytest.Monke
     monkeypatch.setenv("SUPERSEDE_TEST_OPENAI_KEY", "sk-test-estimate-only-000")
     arguments = ["--base-url", "https://api.openai.com/v1", "--model", "gpt-4.1-mini", "--n", "4"]
     assert diagnose.main([*arguments, "--api-key-env", "SUPERSEDE_TEST_OPENAI_KEY", "--estimate-only"]) == 0
-    assert "at OpenAI list prices" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "at OpenAI list prices" in printed and "s a call and 8 in flight (assumed" in printed
+    assert diagnose.main([*arguments, "--api-key-env", "SUPERSEDE_TEST_OPENAI_KEY", "--estimate-only",
+                          "--seconds-per-call", "3", "--concurrency", "2"]) == 0  # fmt: skip
+    calls = int((printed := capsys.readouterr().out).split("about ")[1].split(" calls")[0])
+    assert f"about {calls * 3 / 2 / 60:.1f} min at 3 s a call and 2 in flight (as given" in printed
 
 
 def test_a_base_url_with_credentials_is_refused_before_anything_runs(capsys) -> None:
@@ -55,32 +58,11 @@ def test_a_base_url_with_credentials_is_refused_before_anything_runs(capsys) -> 
 
 
 @pytest.mark.realmodel
-def test_diagnose_against_llama_cpps_own_http_server(tmp_path: Path) -> None:
+def test_diagnose_against_llama_cpps_own_http_server(tmp_path: Path, llama_server) -> None:
     """A real OpenAI-compatible server (llama.cpp's, through the embedded engine's HTTP port), not the fake."""
-    pytest.importorskip("xllamacpp", reason="the embedded backend needs xllamacpp")
-    model_file = small_model_file()
-    if model_file is None:
-        pytest.skip(f"no {' or '.join(SMALL_MODEL_FILES)} in ${MODEL_DIR_ENV} or {default_model_dir()}")
-    served = EmbeddedGGUFModel(model_file, n_ctx=4096, n_threads=1)
-    try:
-        base_url = served.serve()
-        code = diagnose.main(
-            [
-                "--base-url",
-                base_url,
-                "--model",
-                model_file.stem,
-                "--n",
-                "2",
-                "--difficulty",
-                "easy",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-    finally:
-        served.close()
-    assert code == 0
+    base_url, model_file = llama_server
+    arguments = ["--model", model_file.stem, "--n", "2", "--difficulty", "easy", "--out", str(tmp_path)]
+    assert diagnose.main(["--base-url", base_url, *arguments]) == 0
     totals = _totals(tmp_path)
     assert len(totals) == 2 and all(
         t["failed_questions"] == 0 and t["calls"] > t["cached_calls"] for t in totals

@@ -2,6 +2,7 @@
 settings, and finding (or downloading) the GGUF file. No network."""
 
 import asyncio
+import hashlib
 
 import pytest
 
@@ -15,6 +16,7 @@ from supersede_lib.models.gguf import (
     chat_result_from_llamacpp,
     resolve_default_gguf,
 )
+from supersede_lib.models.spec import check_model_spec
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -111,33 +113,95 @@ def test_resolve_prefers_explicit_file_then_dir_then_env_then_home(tmp_path, emp
         resolve_default_gguf(tmp_path / "absent.gguf")
 
 
-def test_resolve_downloads_into_the_model_dir_when_nothing_is_local(tmp_path, empty_home, monkeypatch):
-    import huggingface_hub
+class FakeHub:
+    """huggingface_hub's metadata and download, offline: `content` is what the download writes,
+    `published` what the hub's metadata says the file is (size, LFS SHA-256, commit)."""
 
-    calls = []
+    COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
-    def fake_download(repo_id, filename, local_dir):
-        calls.append((repo_id, filename, local_dir))
+    def __init__(self, monkeypatch, content: bytes, published: bytes | None = None) -> None:
+        import huggingface_hub
+
+        self.content = content
+        self.published = content if published is None else published
+        self.downloads: list[tuple] = []
+        self.asked_revisions: list = []
+        monkeypatch.setattr(huggingface_hub, "hf_hub_url", self.url)
+        monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", self.metadata)
+        monkeypatch.setattr(huggingface_hub, "hf_hub_download", self.download)
+
+    def url(self, repo_id, filename, *, revision=None):
+        self.asked_revisions.append(revision)
+        return f"https://hub.invalid/{repo_id}/resolve/{revision or 'main'}/{filename}"
+
+    def metadata(self, url):
+        import huggingface_hub
+
+        sha = hashlib.sha256(self.published).hexdigest()
+        return huggingface_hub.HfFileMetadata(
+            commit_hash=self.COMMIT,
+            etag=f'"{sha}"',
+            location=url,
+            size=len(self.published),
+            xet_file_data=None,
+        )
+
+    def download(self, repo_id, filename, revision, local_dir):
+        self.downloads.append((repo_id, filename, revision, local_dir))
         target = local_dir / filename
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(b"downloaded")
+        target.write_bytes(self.content)
         return str(target)
 
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+
+def test_resolve_downloads_into_the_model_dir_pinned_to_a_commit_when_nothing_is_local(
+    tmp_path, empty_home, monkeypatch
+):
+    hub = FakeHub(monkeypatch, b"downloaded")
     monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "models"))
     path = resolve_default_gguf()
     assert path == tmp_path / "models" / DEFAULT_GGUF_FILE and path.read_bytes() == b"downloaded"
-    assert calls == [(DEFAULT_GGUF_REPO, DEFAULT_GGUF_FILE, tmp_path / "models")]
-    assert resolve_default_gguf() == path and len(calls) == 1  # found locally the second time
+    # the file is fetched at the exact commit the metadata (size, SHA-256) was read for
+    assert hub.downloads == [(DEFAULT_GGUF_REPO, DEFAULT_GGUF_FILE, FakeHub.COMMIT, tmp_path / "models")]
+    assert resolve_default_gguf() == path and len(hub.downloads) == 1  # found locally the second time
+    resolve_default_gguf(filename="other.gguf", revision="v1.0")
+    assert hub.asked_revisions[-1] == "v1.0"
+
+
+def test_a_download_that_is_not_the_published_file_is_moved_aside_and_named(
+    tmp_path, empty_home, monkeypatch
+):
+    FakeHub(monkeypatch, b"truncated", published=b"the whole published model")
+    with pytest.raises(ModelConfigError, match="not the published file") as raised:
+        resolve_default_gguf(tmp_path)
+    assert "expected 25" in str(raised.value) and FakeHub.COMMIT in str(raised.value)
+    assert (
+        not (tmp_path / DEFAULT_GGUF_FILE).exists() and (tmp_path / f"{DEFAULT_GGUF_FILE}.mismatch").exists()
+    )
+
+    FakeHub(monkeypatch, b"same size!", published=b"SAME SIZE!")  # right size, wrong bytes
+    with pytest.raises(ModelConfigError, match="SHA-256"):
+        resolve_default_gguf(tmp_path / "second")
+
+
+def test_a_spec_pins_revision_and_sha256(tmp_path, empty_home, monkeypatch):
+    hub = FakeHub(monkeypatch, b"model bytes")
+    expected = hashlib.sha256(b"model bytes").hexdigest()
+    wrong = hashlib.sha256(b"another file").hexdigest()
+    assert resolve_default_gguf(tmp_path, revision="abc", sha256=expected).read_bytes() == b"model bytes"
+    assert hub.asked_revisions == ["abc"]
+    with pytest.raises(ModelConfigError, match=wrong):
+        resolve_default_gguf(tmp_path / "again", sha256=wrong)  # the spec's hash wins over upstream's
+    check_model_spec({"backend": "embedded", "model_file": "m.gguf", "revision": "abc", "sha256": expected})
 
 
 def test_resolve_failure_says_what_to_set(empty_home, monkeypatch):
     import huggingface_hub
 
-    def offline(**kwargs):
+    def offline(*args, **kwargs):
         raise OSError("no network")
 
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", offline)
     with pytest.raises(ModelConfigError, match=MODEL_DIR_ENV) as raised:
         resolve_default_gguf()
     assert "no network" in str(raised.value) and "\n" not in str(raised.value)

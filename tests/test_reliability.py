@@ -51,6 +51,7 @@ def test_limit_halves_under_rate_limiting_and_grows_back_after_a_window_of_succe
         "final": 4,
         "lowest": 2,
         "rate_limited_attempts": 3,
+        "timed_out_attempts": 0,
         "decreases": 2,
         "increases": 2,
     }
@@ -201,7 +202,9 @@ def test_forty_questions_under_fire_finish_with_exactly_the_poisoned_one_failed(
     untouched = frame[(frame["empty_replies"] == 0) & ~frame["failed"]]
     assert (untouched["verdict"] == "correct").all()
 
-    # A re-run through the cache repeats no finished call: the server sees the poisoned question only.
+    # A re-run through the cache repeats no finished call: the server sees the poisoned question, and
+    # the calls that came back empty (stored as tentative: a transient empty reply is asked again).
+    emptied = set(frame.index[frame["empty_replies"] > 0])
     with LocalOpenAIServer(responder=city_responder) as healthy_server:
         second = run_condition(
             episodes,
@@ -213,11 +216,12 @@ def test_forty_questions_under_fire_finish_with_exactly_the_poisoned_one_failed(
             progress=False,
         )
         asked = {marker[0] for body in healthy_server.requests for marker in SESSION_MARKER.findall(body["messages"][-1]["content"])}  # fmt: skip
-        assert healthy_server.request_count == len(episodes[17].sessions) + 1
-    assert asked == {POISONED}
+    assert (
+        {POISONED} <= asked <= {POISONED} | emptied
+    )  # (an answer prompt from empty notes names no question)
     assert not second.frame["failed"].any()
-    assert int(second.frame["cached_calls"].sum()) == int(frame["n_calls"].sum())
+    again = second.frame.set_index("episode_id").drop(index=[POISONED, *emptied])
+    assert (again["cached_calls"] == frame.drop(index=[POISONED, *emptied])["n_calls"]).all()
     for path in second.paths.values():
         assert path.exists()
-    pairs = zip(first.frame["answer"], second.frame["answer"], first.frame["failed"], strict=True)
-    assert all(before == after for before, after, failed in pairs if not failed)
+    assert (again["answer"] == frame.drop(index=[POISONED, *emptied])["answer"]).all()

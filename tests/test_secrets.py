@@ -109,3 +109,28 @@ def test_an_executed_notebook_is_stripped_of_keys(tmp_path: Path) -> None:
 def test_short_placeholders_are_not_treated_as_secrets() -> None:
     register_secret("EMPTY")  # a local server's placeholder key must not blank the word everywhere
     assert redact_credentials("EMPTY notes") == "EMPTY notes"
+
+
+def test_a_key_echoed_by_the_server_is_in_no_log_line_and_no_exception_text(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Runs write no log files of their own (logging goes to the caller's handlers): every record a
+    run logs, and the whole text of the exception that stops it (traceback and chained causes), are
+    swept for the key the server echoed, as the files are."""
+    import logging
+    import traceback
+
+    from supersede_lib.eval.runner import RunStoppedError
+
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    failures = [("echo_key", 400), ("echo_key", 403)]  # a rejected question, then a revoked key
+    with caplog.at_level(logging.DEBUG), LocalOpenAIServer(failures=failures) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, api_key_env=KEY_ENV)
+        with pytest.raises(RunStoppedError) as stopped:
+            run_condition([make_episode(f"e{index}") for index in range(3)], "full_context", model,
+                          RunSettings(concurrency=1), output_dir=tmp_path, run_name="swept", progress=False)  # fmt: skip
+    exception_text = "".join(traceback.format_exception(stopped.value))
+    assert "403" in exception_text and PLANTED_KEY not in exception_text
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "Incorrect API key provided: ***" in logged and PLANTED_KEY not in logged
+    assert _files_holding(tmp_path, PLANTED_KEY) == [] and list(tmp_path.glob("*.log")) == []

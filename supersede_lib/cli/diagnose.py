@@ -6,7 +6,7 @@
 
 The key is read from the environment variable named by --api-key-env and sent as a Bearer token;
 it is never written. Results, the response cache (a stopped run resumes) and DIAGNOSIS.md go to
---out/<diagnose-model>/02_isolation/.
+--out/<diagnose-model>/02_isolation/. docs/diagnose.md says what it costs and writes.
 """
 
 from __future__ import annotations
@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})"
     )
+    parser.add_argument(
+        "--seconds-per-call",
+        type=float,
+        default=None,
+        help="seconds one call takes, for the time estimate (default: assumed, 5 local, 2 remote)",
+    )
     parser.add_argument("--estimate-only", action="store_true", help="print the estimate and make no call")
     return parser
 
@@ -70,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes_budget_chars=args.budget,
             concurrency=args.concurrency,
         )
-        planned = diagnosis.estimate(profile)
+        planned = diagnosis.estimate(profile, args.seconds_per_call)
     except (profiles.ProfileError, ValueError) as error:
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2

@@ -180,6 +180,54 @@ def _model_stats(model: Any) -> dict[str, Any] | None:
         return {"error": f"{type(error).__name__}: {error}"}
 
 
+def model_stats_snapshot(model: Any) -> dict[str, Any]:
+    """The counters of a model (and its cache) before a run, so its manifest shows that run's own."""
+    return {"cache": _model_stats(model) if hasattr(model, "cache") else None,
+            "model": _model_stats(getattr(model, "inner", model))}  # fmt: skip
+
+
+NOT_PER_RUN = frozenset({"entries"})  # the cache file's size, not a count of this run's lookups
+
+
+def per_run(after: Any, before: Any) -> Any:
+    """`after` minus `before` for every counter (recursively), so a model used by several runs
+    reports each run's own calls, retries, tokens and cache hits; anything else as `after`."""
+    if isinstance(after, dict) and isinstance(before, dict):
+        delta = {
+            key: value if key in NOT_PER_RUN else per_run(value, before.get(key))
+            for key, value in after.items()
+        }
+        if "hits" in delta and "misses" in delta:
+            lookups = delta["hits"] + delta["misses"]
+            delta["hit_rate"] = delta["hits"] / lookups if lookups else 0.0
+        return delta
+    numbers = (int, float)
+    if isinstance(after, numbers) and isinstance(before, numbers) and not isinstance(after, bool):
+        return after - before
+    return after
+
+
+def backpressure_warnings(
+    model_name: str, model_stats: dict[str, Any] | None, concurrency: dict[str, Any] | None
+) -> list[str]:
+    """Retries, timeouts and a concurrency lowered to what the server offers: latencies include waiting."""
+    stats, limits = model_stats or {}, concurrency or {}
+    warnings = []
+    if stats.get("retries"):
+        warnings.append(
+            f"model {model_name}: {stats['retries']} retries this run ({stats.get('timeouts', 0)} after a timeout, "
+            f"{limits.get('rate_limited_attempts', 0)} after a 429; concurrency lowest {limits.get('lowest')}): "
+            "latencies include waiting; a server that queues requests needs fewer in flight or a longer timeout_s"
+        )
+    slots, requested = limits.get("server_slots"), limits.get("requested")
+    if slots and requested and slots < requested:
+        warnings.append(
+            f"model {model_name}: the server serves {slots} request(s) at once (GET /props total_slots), "
+            f"so {slots} ran at a time instead of the {requested} asked for"
+        )
+    return warnings
+
+
 def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, Any]) -> list[str]:
     """One line per problem a reader of the results must know about (empty when none)."""
     warnings = []
@@ -197,6 +245,17 @@ def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, 
             "are incomplete: raise max_tokens_notes / max_tokens_answer (reasoning models: reasoning_token_floor)"
         )
     return warnings
+
+
+def cache_warnings(model: Any) -> list[str]:
+    """A response cache that was damaged mid-run and bypassed (`on_damage="run_uncached"`)."""
+    disabled = getattr(model, "disabled", None)
+    if not disabled:
+        return []
+    return [
+        f"the response cache was damaged mid-run and {getattr(model, 'bypassed', 0)} calls were made "
+        f"without it (on_damage=run_uncached), so a re-run pays for them again: {disabled}"
+    ]
 
 
 def run_totals(
@@ -244,6 +303,7 @@ def build_manifest(
     started_at: str,
     wall_s: float,
     concurrency: dict[str, Any] | None = None,
+    stats_before: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What produced a run and what it cost: enough to audit or redo it.
 
@@ -261,6 +321,9 @@ def build_manifest(
         else None
     )
     completed = [row for row in rows if not row["failed"]]
+    before = stats_before or {}
+    model_stats = per_run(_model_stats(getattr(model, "inner", model)), before.get("model"))
+    cache_stats = per_run(_cache_stats(model), before.get("cache")) if hasattr(model, "cache") else None
     return {
         "config": config,
         "config_sha256": config_sha256(config),
@@ -279,12 +342,14 @@ def build_manifest(
         "started_at": started_at,
         "finished_at": now_utc(),
         "wall_s": round(wall_s, 3),
-        "cache": _cache_stats(model) if hasattr(model, "cache") else None,
-        "model_stats": _model_stats(getattr(model, "inner", model)),
+        "cache": cache_stats,
+        "model_stats": model_stats,
         "totals": totals,
         "failed_episode_ids": [row["episode_id"] for row in rows if row["failed"]],
         "concurrency": concurrency,
-        "warnings": run_warnings(model.name, rows, totals),
+        "warnings": run_warnings(model.name, rows, totals)
+        + cache_warnings(model)
+        + backpressure_warnings(model.name, model_stats, concurrency),
         "accuracy": {
             "matcher": sum(row["verdict"] == "correct" for row in rows) / len(rows),
             "matcher_completed_only": (

@@ -12,7 +12,10 @@ rejected request, a lost server) fails alone: its row's `error` says why, `faile
 manifest counts it, and the other questions finish and every file is written. Failures are never
 cached, so a re-run through a `models.cache.CachedChatModel` replays every finished call and
 retries only what failed (a crash, too, loses nothing already paid for). A setting that is wrong
-for every call (`ModelConfigError`: a bad key, an unknown model) still stops the run at once.
+for every call (`ModelConfigError`: a bad key, an unknown model, a damaged response cache) stops
+the run, but nothing paid is dropped: no new call starts, the calls already in flight finish (and
+are cached), the finished questions' rows, trajectories and manifest (`stopped`) are written, and
+then `RunStoppedError` says why, what was written and that a re-run pays only for the rest.
 Replies cut at the token limit or empty are recorded per call and counted per run, with a
 logged warning naming the model.
 """
@@ -41,8 +44,21 @@ from supersede_lib.agent.rollout import (
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
 from supersede_lib.eval.progress import StudyProgress, progress_bar
-from supersede_lib.eval.run_files import build_manifest, default_run_name, now_utc, write_run_outputs
-from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
+from supersede_lib.eval.run_files import (
+    build_manifest,
+    default_run_name,
+    model_stats_snapshot,
+    now_utc,
+    write_run_outputs,
+)
+from supersede_lib.models.chat import (
+    ChatModel,
+    ChatResult,
+    ContextOverflowError,
+    Message,
+    ModelCallError,
+    ModelConfigError,
+)
 from supersede_lib.models.rate_limit import AdaptiveLimit
 
 T = TypeVar("T")
@@ -118,6 +134,9 @@ class CallRecord:
     finish_reason: str | None = None
     empty_reply: bool = False
     made_by_commit: str | None = None  # a replayed call: the commit of the run that made it live
+    served_model: str | None = None  # a live call: the model id the server said answered it
+    system_fingerprint: str | None = None
+    cached_prompt_tokens: int | None = None  # a live call: prompt tokens the server had cached
 
     @property
     def was_cut(self) -> bool:
@@ -202,6 +221,9 @@ class RolloutOutcome:
                 "latency_s": round(call.latency_s, 6),
                 "cached": call.cached,
                 "made_by_commit": call.made_by_commit,
+                "served_model": call.served_model,
+                "system_fingerprint": call.system_fingerprint,
+                "cached_prompt_tokens": call.cached_prompt_tokens,
                 "finish_reason": call.finish_reason,
                 "cut": call.was_cut,
                 "empty_reply": call.empty_reply,
@@ -299,6 +321,9 @@ async def arun_rollout(
                 finish_reason=result.finish_reason,
                 empty_reply=not result.text.strip(),
                 made_by_commit=result.made_by_commit if result.cached else None,
+                served_model=result.served_model,
+                system_fingerprint=result.system_fingerprint,
+                cached_prompt_tokens=result.cached_prompt_tokens,
             )
         )
     outcome.wall_s = time.perf_counter() - started
@@ -470,6 +495,43 @@ def _memory_columns(memory: dict[str, Any] | None) -> dict[str, Any]:
     return {column: (memory or {}).get(key) for column, key in _MEMORY_COLUMNS.items()}
 
 
+class RunStoppedError(ModelConfigError):
+    """A setting wrong for every call stopped the run; the finished questions were kept and written."""
+
+
+class _Stopped(Exception):
+    """Raised in place of a new model call once the run is stopping (never leaves the runner)."""
+
+
+class _StopGate:
+    """The run's model, refusing new calls once `error` is set (calls in flight finish and are cached)."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+        self.name = model.name
+        self.error: ModelConfigError | None = None
+
+    async def achat(self, messages: list[Message], **options: Any) -> ChatResult:
+        if self.error is not None:
+            raise _Stopped()
+        return await self.model.achat(messages, **options)
+
+    def stop(self, error: ModelConfigError) -> None:
+        if self.error is None:
+            self.error = error
+            logger.error("%s: stopping the run; calls already in flight finish and are kept", error)
+
+
+def _stopped_error(
+    gate: _StopGate, run_name: str, finished: int, total: int, paths: dict[str, Path]
+) -> RunStoppedError:
+    where = f"their rows are in {paths['csv']}" if paths else "no files were asked for"
+    return RunStoppedError(
+        f"{run_name} stopped: {gate.error} -- {finished} of {total} questions finished ({where}); "
+        "every reply received is in the response cache, so a re-run after the fix pays only for the rest"
+    )
+
+
 async def arun_condition(
     episodes: Sequence[Episode],
     condition: str,
@@ -484,17 +546,26 @@ async def arun_condition(
     """`run_condition` for callers already inside an event loop (`await arun_condition(...)`)."""
     episodes = list(episodes)
     _check_episodes(episodes)
-    started_at = now_utc()
-    started = time.perf_counter()
-    label = f"{condition} | {model.name}"
+    started_at, started, label = now_utc(), time.perf_counter(), f"{condition} | {model.name}"
     run_name = run_name or default_run_name(
         condition, model.name, settings.notes_budget_chars, settings.chars_per_session
     )
-    limit = AdaptiveLimit(settings.concurrency, label=label)
+    stats_before = model_stats_snapshot(model)
+    server_slots = await _server_slots(model, settings.concurrency, label)
+    limit = AdaptiveLimit(min(settings.concurrency, server_slots or settings.concurrency), label=label)
+    gate = _StopGate(model)
 
-    async def one(episode: Episode, bar: StudyProgress) -> _QuestionResult:
+    async def one(episode: Episode, bar: StudyProgress) -> _QuestionResult | None:
         async with limit:
-            result = await _run_question(episode, condition, model, settings, judge)
+            if gate.error is not None:
+                return None
+            try:
+                result = await _run_question(episode, condition, gate, settings, judge)
+            except _Stopped:
+                return None
+            except ModelConfigError as error:
+                gate.stop(error)
+                return None
         bar.question_done(result.trajectory)
         return result
 
@@ -505,43 +576,87 @@ async def arun_condition(
     ):
         with limit.installed():  # the tasks below copy this context: their 429s reach `limit`
             tasks = [asyncio.ensure_future(one(episode, bar)) for episode in episodes]
-        try:
-            results = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        results = await _gather_or_cancel_all(tasks)
     wall_s = time.perf_counter() - started
+    finished = [result for result in results if result is not None]
+    if gate.error is not None and not finished:
+        raise _stopped_error(gate, run_name, 0, len(episodes), {}) from gate.error
+    results = finished
     rows = [result.row for result in results]
     trajectories = [result.trajectory for result in results]
     frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
     config = {"condition": condition, **asdict(settings)}
-    judge_tallies = {
-        "judge_calls": sum(result.judge_calls for result in results),
-        "judge_cached_calls": sum(result.judge_cached for result in results),
-        "judge_prompt_tokens": sum(result.judge_prompt_tokens for result in results),
-        "judge_completion_tokens": sum(result.judge_completion_tokens for result in results),
-    }
     manifest = build_manifest(
         config,
         model,
         judge,
         rows,
         trajectories,
-        judge_tallies,
+        _judge_tallies(results),
         episodes,
         started_at=started_at,
         wall_s=wall_s,
-        concurrency=limit.stats(),
+        concurrency={**limit.stats(), "requested": settings.concurrency, "server_slots": server_slots},
+        stats_before=stats_before,
     )
+    if gate.error is not None:
+        _mark_stopped(manifest, gate.error, episodes, rows)
     for warning in manifest["warnings"]:
         logger.warning("%s: %s", run_name, warning)
     paths = {}
     if output_dir is not None:
         paths = write_run_outputs(Path(output_dir), run_name, frame, trajectories, manifest=manifest)
+    if gate.error is not None:
+        raise _stopped_error(gate, run_name, len(rows), len(episodes), paths) from gate.error
     return RunResult(
         run_name=run_name, frame=frame, trajectories=trajectories, manifest=manifest, paths=paths
+    )
+
+
+async def _server_slots(model: ChatModel, concurrency: int, label: str) -> int | None:
+    """How many requests the model's server serves at once, when it says (llama.cpp: /props); logged
+    when that is fewer than `concurrency` (more in flight would only queue, and time out, there)."""
+    server_info = getattr(getattr(model, "inner", model), "server_info", None)
+    slots = (await asyncio.to_thread(server_info)).get("total_slots") if callable(server_info) else None
+    if slots is not None and slots < concurrency:
+        logger.info(
+            "%s: the server serves %d request(s) at once (GET /props total_slots): concurrency %d, not %d",
+            label, slots, slots, concurrency,
+        )  # fmt: skip
+    return slots
+
+
+async def _gather_or_cancel_all(tasks: list[asyncio.Future[T]]) -> list[T]:
+    """Every task's result; on an exception (or cancellation) the others are cancelled first."""
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _judge_tallies(results: list[_QuestionResult]) -> dict[str, int]:
+    return {
+        "judge_calls": sum(result.judge_calls for result in results),
+        "judge_cached_calls": sum(result.judge_cached for result in results),
+        "judge_prompt_tokens": sum(result.judge_prompt_tokens for result in results),
+        "judge_completion_tokens": sum(result.judge_completion_tokens for result in results),
+    }
+
+
+def _mark_stopped(
+    manifest: dict[str, Any], error: ModelConfigError, episodes: list[Episode], rows: list[dict[str, Any]]
+) -> None:
+    """Say in the manifest that the run stopped early, why, and which questions it never finished."""
+    done = {row["episode_id"] for row in rows}
+    unfinished = [episode.episode_id for episode in episodes if episode.episode_id not in done]
+    manifest["stopped"] = {"error": str(error), "unfinished_episode_ids": unfinished}
+    manifest["warnings"].insert(
+        0,
+        f"run stopped early by a setting wrong for every call ({error}); {len(rows)} of {len(episodes)} "
+        "questions finished: these results are incomplete",
     )
 
 

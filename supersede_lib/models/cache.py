@@ -18,13 +18,25 @@ them. Each row keeps the git commit of the run that made the call (`made_by_comm
 `CachedChatModel(..., replay=False)` makes every call live (and records it) without reading.
 
 A damaged cache file is named with the way out (move it aside or delete it): at open time as a
-`CacheCorruptError`; mid-run, `CachedChatModel` logs a warning and goes on without the cache, so
-the run's own results are never lost to it.
+`CacheCorruptError`; mid-run, `CachedChatModel` raises it too (a `ModelConfigError`: the runner
+keeps the finished questions, writes them and stops), unless the user allowed
+`on_damage="run_uncached"`: then a warning names the file, every later call is made live and
+counted as a miss (`bypassed`), and the run's manifest carries the warning.
+
+Nothing is paid twice. Identical requests in flight in one process share one call; across
+processes sharing one file, a miss is claimed with an OS file lock (`filelock`, `<cache>.locks/<key>.lock`)
+before the call is made: a second process asking the same thing waits for the lock, then reads the
+first one's reply from the cache. A process that dies releases its locks with it. The lock file is
+removed after use; a process that raced that removal re-reads the cache once it holds a lock, so it
+too finds the stored reply (only a call that failed can then be made twice). An empty reply is stored as tentative and asked
+again by the next run; only a second empty reply for the same request is final (a transient
+`content: null` is never replayed forever). Recorded responses are always final.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import hashlib
 import io
@@ -36,7 +48,9 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import filelock
 
 from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfigError
 
@@ -44,6 +58,9 @@ logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 60.0
 BEFORE_PROVENANCE = "recorded-before-provenance"
+CLAIM_POLL_S = 0.05  # how often a process waiting for another's call looks again
+DAMAGE_POLICIES = ("stop", "run_uncached")
+DamagePolicy = Literal["stop", "run_uncached"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -55,7 +72,8 @@ CREATE TABLE IF NOT EXISTS responses (
     model TEXT NOT NULL,
     created_at REAL NOT NULL,
     finish_reason TEXT,
-    made_by_commit TEXT
+    made_by_commit TEXT,
+    tentative INTEGER
 )
 """
 _EXPORTED_COLUMNS = (
@@ -98,31 +116,42 @@ class ResponseCache:
                 f"cache path {self.path} is a folder: give a file such as {self.path / 'responses.db'}"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.is_file() and self.path.stat().st_size == 0:  # SQLite would read it as an empty cache
-            raise CacheCorruptError(
-                self.path, ValueError("the file is empty (0 bytes), so every call would be paid again")
-            )
         self.hits = 0
         self.misses = 0
         self._counter_lock = threading.Lock()
         self._local = threading.local()  # one connection per thread (and per process, see _connection)
-        try:
-            connection = self._connection()
-            connection.execute(_SCHEMA)
-            self._add_missing_columns(connection)
-        except sqlite3.DatabaseError as error:
-            self.close()
-            raise CacheCorruptError(self.path, error) from error
+        # another process creating the file leaves it empty until its schema is written: open under a lock
+        with filelock.FileLock(self._locks_folder() / "open.lock"):
+            if self.path.is_file() and self.path.stat().st_size == 0:  # SQLite would read it as empty
+                raise CacheCorruptError(
+                    self.path, ValueError("the file is empty (0 bytes), so every call would be paid again")
+                )
+            try:
+                connection = self._connection()
+                connection.execute(_SCHEMA)
+                self._add_missing_columns(connection)
+            except sqlite3.DatabaseError as error:
+                self.close()
+                raise CacheCorruptError(self.path, error) from error
+
+    def _locks_folder(self) -> Path:
+        folder = self.path.with_name(self.path.name + ".locks")
+        folder.mkdir(exist_ok=True)
+        return folder
 
     @staticmethod
     def _add_missing_columns(connection: sqlite3.Connection) -> None:
         """Files written before a column existed get it (NULL for old rows)."""
         columns = {row[1] for row in connection.execute("PRAGMA table_info(responses)")}
-        for column in ("finish_reason", "made_by_commit"):
+        for column, sql_type in (
+            ("finish_reason", "TEXT"),
+            ("made_by_commit", "TEXT"),
+            ("tentative", "INTEGER"),
+        ):
             if column in columns:
                 continue
             try:
-                connection.execute(f"ALTER TABLE responses ADD COLUMN {column} TEXT")
+                connection.execute(f"ALTER TABLE responses ADD COLUMN {column} {sql_type}")
             except sqlite3.OperationalError as error:  # another process added it first
                 if "duplicate column" not in str(error):
                     raise
@@ -146,18 +175,20 @@ class ResponseCache:
         except sqlite3.DatabaseError as error:
             raise CacheCorruptError(self.path, error) from error
 
-    def get(self, key: str) -> ChatResult | None:
-        """The stored result for `key`, or None; `CacheCorruptError` when the file cannot be read."""
+    def get(self, key: str, *, count: bool = True) -> ChatResult | None:
+        """The final result stored for `key`, or None (a tentative empty reply is a miss);
+        `CacheCorruptError` when the file cannot be read. `count=False` leaves hits/misses alone."""
         row = self._fetchone(
             "SELECT text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit"
-            " FROM responses WHERE key = ?",
+            " FROM responses WHERE key = ? AND NOT coalesce(tentative, 0)",
             (key,),
         )
-        with self._counter_lock:
-            if row is None:
-                self.misses += 1
-            else:
-                self.hits += 1
+        if count:
+            with self._counter_lock:
+                if row is None:
+                    self.misses += 1
+                else:
+                    self.hits += 1
         if row is None:
             return None
         text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit = row
@@ -172,12 +203,25 @@ class ResponseCache:
             made_by_commit=made_by_commit,
         )
 
-    def put(self, key: str, result: ChatResult, *, made_by_commit: str | None = None) -> None:
-        """Store one result (committed immediately; a later put for the same key wins)."""
+    def is_tentative(self, key: str) -> bool:
+        """Whether `key` holds a tentative (once-seen empty) reply."""
+        return self._fetchone("SELECT 1 FROM responses WHERE key = ? AND tentative", (key,)) is not None
+
+    def lock_for(self, key: str) -> filelock.FileLock:
+        """The cross-process lock that claims `key` (one file per key: a lock shared by several keys
+        would make unrelated calls of one process wait for each other)."""
+        return filelock.FileLock(self._locks_folder() / f"{key}.lock")
+
+    def put(
+        self, key: str, result: ChatResult, *, made_by_commit: str | None = None, tentative: bool = False
+    ) -> None:
+        """Store one result (committed immediately; a later put for the same key wins). A tentative
+        row is not a hit (`get` skips it): the next run asks again."""
         try:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses (key, text, prompt_tokens, completion_tokens, latency_s,"
-                " model, created_at, finish_reason, made_by_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " model, created_at, finish_reason, made_by_commit, tentative)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     result.text,
@@ -188,6 +232,7 @@ class ResponseCache:
                     time.time(),
                     result.finish_reason,
                     made_by_commit,
+                    int(tentative),
                 ),
             )
         except sqlite3.DatabaseError as error:
@@ -289,9 +334,15 @@ class CachedChatModel:
 
     A hit returns the stored reply with `cached=True` and `latency_s=0`. A miss calls the inner
     model and stores the reply before returning it. Identical requests in flight at the same
-    time share one inner call (`deduplicated` counts the ones that waited). Failures are never
-    stored, so a re-run tries them again. When the cache file turns out damaged mid-run, a
-    warning names it and every later call goes straight to the inner model (`disabled` says why).
+    time share one inner call (`deduplicated` counts the ones that waited); across processes a
+    miss is claimed with the cache's file lock first (`shared` counts replies another process
+    paid for while this one waited). Failures are never stored, so a re-run tries them again;
+    an empty reply is stored tentatively until it repeats.
+
+    When the cache file turns out damaged mid-run, `on_damage` decides: "stop" (the default)
+    raises `CacheCorruptError` (naming the file and the way out) at this call or the next;
+    "run_uncached" logs a warning and makes every later call live (`disabled` says why,
+    `bypassed` counts those calls, and the hit rate counts them as misses).
     """
 
     def __init__(
@@ -302,15 +353,22 @@ class CachedChatModel:
         *,
         replay: bool = True,
         commit: str | None = None,
+        on_damage: DamagePolicy = "stop",
     ) -> None:
+        if on_damage not in DAMAGE_POLICIES:
+            raise ValueError(f"on_damage must be one of {', '.join(DAMAGE_POLICIES)}, got {on_damage!r}")
         self.inner = inner
         self.cache = cache
         self.replay = replay  # False: every call is made live (and recorded), nothing is read back
         self.commit = commit  # the git commit recorded with each live call
+        self.on_damage = on_damage
         self.backend = backend or getattr(inner, "cache_namespace", None) or type(inner).__name__
         self.name = inner.name
         self.deduplicated = 0
+        self.shared = 0
+        self.bypassed = 0
         self.disabled: str | None = None  # why the cache stopped being used mid-run
+        self._damage: CacheCorruptError | None = None
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
 
     def key_for(self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int) -> str:
@@ -318,27 +376,60 @@ class CachedChatModel:
         params.update(getattr(self.inner, "cache_params", None) or {})
         return cache_key(self.backend, self.inner.name, messages, params, seed)
 
-    def _disable(self, error: CacheCorruptError) -> None:
-        if self.disabled is None:
-            self.disabled = str(error)
-            logger.warning("%s; continuing this run without the cache", error)
+    def _damaged(self, error: CacheCorruptError) -> None:
+        """Remember the damage; under "run_uncached" warn once and go on without the cache."""
+        if self._damage is None:
+            self._damage = error
+            if self.on_damage == "run_uncached":
+                self.disabled = str(error)
+                logger.warning("%s; continuing this run without the cache (on_damage=run_uncached)", error)
 
-    def _lookup(self, key: str) -> ChatResult | None:
-        if self.disabled is not None or not self.replay:
+    def _check_usable(self) -> bool:
+        """False when the cache is bypassed; raises the damage under the "stop" policy."""
+        if self._damage is None:
+            return True
+        if self.on_damage == "stop":
+            raise self._damage
+        self.bypassed += 1
+        return False
+
+    def _lookup(self, key: str, *, count: bool = True) -> ChatResult | None:
+        if not self.replay or self.disabled is not None:
             return None
         try:
-            return self.cache.get(key)
+            return self.cache.get(key, count=count)
         except CacheCorruptError as error:
-            self._disable(error)
+            self._damaged(error)
+            self._check_usable()  # "stop" raises here
             return None
 
     def _store(self, key: str, result: ChatResult) -> None:
-        if self.disabled is not None:
-            return
+        """Store a reply; an empty one is final only when the same request was empty before."""
         try:
-            self.cache.put(key, result, made_by_commit=self.commit)
+            tentative = not result.text.strip() and not self.cache.is_tentative(key)
+            self.cache.put(key, result, made_by_commit=self.commit, tentative=tentative)
         except CacheCorruptError as error:
-            self._disable(error)
+            self._damaged(error)  # this reply is returned; "stop" raises at the next call
+
+    @contextlib.asynccontextmanager
+    async def _claim(self, key: str) -> Any:
+        """Hold the key's cross-process lock; yields a reply another process stored meanwhile, or None."""
+        lock = self.cache.lock_for(key)
+        while True:
+            try:
+                lock.acquire(timeout=0)  # never blocks the event loop: poll instead
+                break
+            except filelock.Timeout:
+                await asyncio.sleep(CLAIM_POLL_S)
+        try:
+            stored = self._lookup(key, count=False)  # stored by another process meanwhile?
+            if stored is not None:
+                self.shared += 1
+            yield stored
+        finally:
+            lock.release()
+            with contextlib.suppress(OSError):
+                os.unlink(lock.lock_file)  # one file per call made would pile up otherwise
 
     async def achat(
         self,
@@ -349,7 +440,8 @@ class CachedChatModel:
         seed: int = 0,
     ) -> ChatResult:
         key = self.key_for(messages, max_tokens, temperature, seed)
-        stored = self._lookup(key)
+        usable = self._check_usable()
+        stored = self._lookup(key) if usable else None
         if stored is not None:
             return replace(stored, cached=True, latency_s=0.0)
         pending = self._in_flight.get(key)
@@ -360,10 +452,9 @@ class CachedChatModel:
         future: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
-            result = await self.inner.achat(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+            result = await self._call(
+                key, messages, max_tokens, temperature, seed, claim=usable and self.replay
             )
-            self._store(key, result)
             future.set_result(result)
             return result
         except asyncio.CancelledError:
@@ -376,17 +467,46 @@ class CachedChatModel:
         finally:
             del self._in_flight[key]
 
+    async def _call(
+        self,
+        key: str,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float,
+        seed: int,
+        *,
+        claim: bool,
+    ) -> ChatResult:
+        """The inner call (under the key's cross-process claim when the cache is read), stored."""
+        async with self._claim(key) if claim else contextlib.nullcontext() as stored:
+            if stored is not None:
+                return replace(stored, cached=True, latency_s=0.0)
+            result = await self.inner.achat(
+                messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+            )
+            if self._damage is None:
+                self._store(key, result)
+            return result
+
     def stats(self) -> dict[str, Any]:
         extra = {
             "deduplicated": self.deduplicated,
+            "shared": self.shared,
+            "bypassed": self.bypassed,
             "backend": self.backend,
             "disabled": self.disabled,
             "replay": self.replay,
         }
+        hits, misses = self.cache.hits, self.cache.misses + self.bypassed
+        counts = {
+            "hits": hits,
+            "misses": misses,
+            "hit_rate": hits / (hits + misses) if hits + misses else 0.0,
+        }
         try:
-            return {**self.cache.stats(), **extra}
+            return {**self.cache.stats(), **counts, **extra}
         except CacheCorruptError as error:
-            return {"path": str(self.cache.path), "error": str(error), **extra}
+            return {"path": str(self.cache.path), "error": str(error), **counts, **extra}
 
 
 class RecordedRepliesOnly:

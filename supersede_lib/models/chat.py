@@ -34,6 +34,10 @@ class ChatResult:
     model: str = ""
     finish_reason: str | None = None  # "stop", "length" (cut at max_tokens), ...; None when unknown
     made_by_commit: str | None = None  # for a replayed reply: the git commit of the run that made the call
+    # what the server said served the call (live calls of HTTP backends; None when not reported)
+    served_model: str | None = None  # the response's `model`
+    system_fingerprint: str | None = None
+    cached_prompt_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", clean_model_text(self.text))

@@ -7,6 +7,8 @@ OpenAI-compatible HTTP port); `resolve_default_gguf` finds the model file locall
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 import os
 import threading
 import time
@@ -23,6 +25,8 @@ from supersede_lib.models.chat import (
     ModelConfigError,
     one_line,
 )
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_GGUF_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DEFAULT_GGUF_REPO = "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF"
@@ -232,22 +236,26 @@ def resolve_default_gguf(
     model_dir: str | Path | None = None,
     filename: str = DEFAULT_GGUF_FILE,
     repo_id: str = DEFAULT_GGUF_REPO,
+    revision: str | None = None,
+    sha256: str | None = None,
 ) -> Path:
     """Find a GGUF file locally, else download it with `huggingface_hub` into the model cache.
 
     Looked up in order: `model_dir` (a file, or a folder holding `filename`), the folder in
     `$SUPERSEDE_MODEL_DIR`, `~/.cache/supersede/models`. A download goes into the first of those
     folders that was given (else the home cache), so the next lookup finds it.
+
+    A download is pinned and checked: the hub's metadata for `revision` (a spec's `revision:`,
+    else the default branch) names the commit, the file's size and its LFS SHA-256; the file is
+    fetched at that exact commit and its size and SHA-256 (the spec's `sha256:` when given, else
+    upstream's) are checked. A file that does not match is moved aside and the error says so.
     """
     found = find_local_gguf(model_dir, filename)
     if found is not None:
         return found
     folders = _lookup_folders(model_dir)
-    download_dir = folders[0]
     try:
-        downloaded = huggingface_hub.hf_hub_download(
-            repo_id=repo_id, filename=filename, local_dir=download_dir
-        )
+        pinned = _pinned_download(repo_id, filename, revision, folders[0])
     except Exception as error:  # offline, gated, missing file: all mean "provide the file yourself"
         searched = ", ".join(str(folder) for folder in folders)
         raise ModelConfigError(
@@ -255,4 +263,50 @@ def resolve_default_gguf(
             f"({type(error).__name__}: {one_line(error, 160)}): set {MODEL_DIR_ENV} to a folder holding it "
             "or pass a model_path"
         ) from error
-    return Path(downloaded)
+    path, commit, size, upstream_sha256 = pinned
+    check_downloaded_file(path, size=size, sha256=sha256 or upstream_sha256, source=f"{repo_id}@{commit}")
+    return path
+
+
+class DownloadMismatchError(ModelConfigError):
+    """A downloaded file is not the one upstream published (size or SHA-256)."""
+
+
+def _pinned_download(
+    repo_id: str, filename: str, revision: str | None, download_dir: Path
+) -> tuple[Path, str | None, int | None, str | None]:
+    """Download `filename` at the commit `revision` resolves to; (path, commit, size, LFS sha256)."""
+    url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision)
+    metadata = huggingface_hub.get_hf_file_metadata(url)
+    commit = metadata.commit_hash or revision
+    etag = (metadata.etag or "").strip('"').lower()
+    lfs_sha256 = etag if len(etag) == 64 and all(char in "0123456789abcdef" for char in etag) else None
+    downloaded = huggingface_hub.hf_hub_download(
+        repo_id=repo_id, filename=filename, revision=commit, local_dir=download_dir
+    )
+    logger.info("downloaded %s from %s at commit %s", filename, repo_id, commit)
+    return Path(downloaded), commit, metadata.size, lfs_sha256
+
+
+def check_downloaded_file(path: Path, *, size: int | None, sha256: str | None, source: str) -> None:
+    """Raise `DownloadMismatchError` (the file moved aside to `<name>.mismatch`) unless `path` has
+    the expected size and SHA-256 (each checked when known)."""
+    actual_size = path.stat().st_size
+    problem = None
+    if size is not None and actual_size != size:
+        problem = f"{actual_size} bytes, expected {size}"
+    elif sha256 is not None:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        if digest.hexdigest() != sha256.lower():
+            problem = f"SHA-256 {digest.hexdigest()}, expected {sha256.lower()}"
+    if problem is None:
+        return
+    aside = path.with_name(path.name + ".mismatch")
+    os.replace(path, aside)
+    raise DownloadMismatchError(
+        f"{path.name} downloaded from {source} is not the published file ({problem}); moved aside to {aside}: "
+        "download it again, or put the right file there yourself"
+    )

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible server: scripted fakes for tests and `make bench`, real models for `vf-eval`.
 
-`LocalOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` on 127.0.0.1 from a
+`LocalOpenAIServer` answers `POST /v1/chat/completions`, `GET /v1/models` (and, given `slots`,
+llama.cpp's `GET /props` with `total_slots`) on 127.0.0.1 from a
 background thread, one thread per connection, so many requests can wait out `latency_s` at
 once. It logs every request body, and can play a script of failures first::
 
@@ -62,6 +63,7 @@ _IMMEDIATE_KINDS = frozenset(FAILURE_KINDS) - {"sleep", "cut"}
 _CLIENT_GONE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 DEFAULT_NOTES_CAP_CHARS = 300
 UNKNOWN_ANSWER = "I don't know"
+FAKE_FINGERPRINT = "fp_supersede_fake"
 
 _BUDGET_PATTERN = re.compile(r"at most (\d+) characters")
 
@@ -157,12 +159,14 @@ class LocalOpenAIServer:
         port: int = 0,
         model: str = "fake-model",
         api_key: str | None = None,
+        slots: int | None = None,
     ) -> None:
         self.latency_s = latency_s
         self.responder = responder or default_responder
         self.port = port
         self.model = model
         self.api_key = api_key  # when set, requests without "Bearer <api_key>" get 401
+        self.slots = slots  # when set, GET /props says total_slots like llama.cpp's server (else 404)
         self.requests: list[dict[str, Any]] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -265,10 +269,12 @@ class LocalOpenAIServer:
                     "logprobs": None,
                 }
             ],
+            "system_fingerprint": FAKE_FINGERPRINT,
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": 0},
             },
         }
 
@@ -320,6 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": self.owner.model, "object": "model", "created": 0, "owned_by": "supersede-fake"}
             self._send_json(200, {"object": "list", "data": [model]})
+        elif self.path.rstrip("/") == "/props" and self.owner.slots is not None:
+            self._send_json(200, {"total_slots": self.owner.slots, "model_alias": self.owner.model})
         elif self.path.rstrip("/") in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok"})
         else:

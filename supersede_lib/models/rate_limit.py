@@ -1,8 +1,9 @@
-"""Adaptive concurrency: fewer requests in flight while a server keeps answering 429.
+"""Adaptive concurrency: fewer requests in flight while a server keeps answering 429 or timing out.
 
 A runner holds an `AdaptiveLimit` (an async context manager bounding how many questions run at
 once) and installs it for the length of a run with `limit.installed()`. Backends report every
-rate-limited attempt (`report_rate_limited`) and every successful call (`report_success`); the
+rate-limited attempt (`report_rate_limited`), every timed-out one (`report_timeout`: a server
+that queues requests pushes back with time) and every successful call (`report_success`); the
 reports reach the limit installed in the current context (a `ContextVar`, so two runs on one
 event loop never share a limit) and do nothing when none is installed.
 
@@ -36,6 +37,14 @@ def report_rate_limited() -> None:
         limit.on_rate_limited()
 
 
+def report_timeout() -> None:
+    """Tell the installed limit (if any) that a request timed out: a server that queues requests
+    (one llama.cpp slot, a busy vLLM) pushes back with time, not with 429s."""
+    limit = _installed.get()
+    if limit is not None:
+        limit.on_rate_limited(reason="timeout")
+
+
 def report_success() -> None:
     """Tell the installed limit (if any) that a call succeeded."""
     limit = _installed.get()
@@ -59,6 +68,7 @@ class AdaptiveLimit:
         self.lowest = maximum
         self.in_flight = 0
         self.rate_limited = 0
+        self.timeouts = 0
         self.decreases = 0
         self.increases = 0
         self._successes_in_a_row = 0
@@ -95,8 +105,12 @@ class AdaptiveLimit:
                 self.in_flight += 1
                 waiter.set_result(None)
 
-    def on_rate_limited(self) -> None:
-        self.rate_limited += 1
+    def on_rate_limited(self, reason: str = "HTTP 429") -> None:
+        """Back-pressure: a 429 (`reason` "HTTP 429") or a timeout ("timeout")."""
+        if reason == "timeout":
+            self.timeouts += 1
+        else:
+            self.rate_limited += 1
         self._successes_in_a_row = 0
         now = time.monotonic()
         if self.limit <= self.minimum or now - self._last_decrease < self.cooldown_s:
@@ -106,7 +120,7 @@ class AdaptiveLimit:
         self.decreases += 1
         self._last_decrease = now
         logger.warning(
-            "%s: rate limited (HTTP 429); lowering concurrency %d -> %d", self.label, previous, self.limit
+            "%s: back-pressure (%s); lowering concurrency %d -> %d", self.label, reason, previous, self.limit
         )
 
     def on_success(self) -> None:
@@ -135,6 +149,7 @@ class AdaptiveLimit:
             "final": self.limit,
             "lowest": self.lowest,
             "rate_limited_attempts": self.rate_limited,
+            "timed_out_attempts": self.timeouts,
             "decreases": self.decreases,
             "increases": self.increases,
         }

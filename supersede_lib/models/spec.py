@@ -42,6 +42,8 @@ _EMBEDDED_KEYS = frozenset(
         "filename",
         "model_file",  # alias of filename
         "repo_id",
+        "revision",  # the hub commit, branch or tag a download is pinned to
+        "sha256",  # the file's SHA-256, checked after a download (else upstream's LFS hash)
         "n_ctx",
         "n_threads",
         "default_max_tokens",
@@ -124,7 +126,9 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
         model_path = options.pop("model_path", None)
         if "model_file" in options:
             options.setdefault("filename", options.pop("model_file"))
-        lookup = {key: options.pop(key) for key in ("filename", "repo_id") if key in options}
+        lookup = {
+            key: options.pop(key) for key in ("filename", "repo_id", "revision", "sha256") if key in options
+        }
         model_dir = options.pop("model_dir", None)
         if model_path is None:
             model_path = find_local_gguf(model_dir, lookup.get("filename", DEFAULT_GGUF_FILE))

@@ -29,6 +29,9 @@ from supersede_lib.studies.profiles import Profile
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
 ANSWER_TOKENS = 64  # the runner's answer cap
 REPORT_FILE = "DIAGNOSIS.md"
+# seconds one call takes when nothing better is known (--seconds-per-call: one you measured): a hosted
+# API answers a short prompt in about 2 s; a local CPU model of 0.5-1.5B takes about 5 s a call here
+ASSUMED_SECONDS_PER_CALL = {"local": 5.0, "remote": 2.0}
 
 
 @dataclass(frozen=True)
@@ -40,12 +43,23 @@ class Estimate:
     prompt_tokens: int
     completion_tokens: int
     usd: float | None  # OpenAI list price; None for any other server
+    seconds_per_call: float = ASSUMED_SECONDS_PER_CALL["remote"]
+    concurrency: int = 1
+    seconds_measured: bool = False  # seconds_per_call given by the user, not assumed
+
+    @property
+    def seconds(self) -> float:
+        """Wall time if every call is live: calls x seconds a call, spread over the questions in flight."""
+        return self.calls * self.seconds_per_call / self.concurrency
 
     def line(self) -> str:
         cost = f"about ${self.usd:.2f} at OpenAI list prices" if self.usd is not None else "no price known"
+        basis = "as given" if self.seconds_measured else "assumed; --seconds-per-call to use your own"
         return (
             f"{self.questions} questions x 2 conditions: about {self.calls} calls, "
-            f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}"
+            f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}; "
+            f"about {self.seconds / 60:.1f} min at {self.seconds_per_call:g} s a call and "
+            f"{self.concurrency} in flight ({basis}; calls already in the cache are free)"
         )
 
 
@@ -104,8 +118,9 @@ def _episode_cost(episode: Any, profile: Profile, budget: int) -> tuple[int, int
     return 2 + sessions, prompt, completion
 
 
-def estimate(profile: Profile) -> Estimate:
-    """Calls and tokens (4 characters a token) from the prompts the rollouts build, priced for OpenAI only."""
+def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimate:
+    """Calls and tokens (4 characters a token) from the prompts the rollouts build, priced for OpenAI
+    only; time from `seconds_per_call` (else `ASSUMED_SECONDS_PER_CALL`) and the profile's concurrency."""
     block = profile.require("isolation")
     episodes = load_episodes(block.episodes)
     costs = [_episode_cost(episode, profile, block.notes_budget_chars) for episode in episodes]
@@ -118,7 +133,17 @@ def estimate(profile: Profile) -> Estimate:
         if is_openai_endpoint(model["base_url"])
         else None
     )
-    return Estimate(len(episodes), calls, prompt, completion, usd)
+    assumed = ASSUMED_SECONDS_PER_CALL["local" if is_local_url(model["base_url"]) else "remote"]
+    return Estimate(
+        len(episodes),
+        calls,
+        prompt,
+        completion,
+        usd,
+        seconds_per_call=seconds_per_call or assumed,
+        concurrency=profile.concurrency,
+        seconds_measured=seconds_per_call is not None,
+    )
 
 
 def _run_totals(directory: Path) -> pd.DataFrame:

@@ -297,6 +297,9 @@ class Profile(_Block):
     concurrency: Concurrency = DEFAULT_CONCURRENCY
     prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
     cache_path: str | None = None
+    # a response cache found damaged mid-run: "stop" (name the file and the way out) or
+    # "run_uncached" (finish without it; the manifest warns and counts the calls as misses)
+    cache_on_damage: Literal["stop", "run_uncached"] = "stop"
     recorded_responses: str | None = None  # repository-relative .jsonl.gz of the profile's model replies
     preregistration: PreregistrationBlock | None = None  # decided before the runs it governs
     overview: OverviewBlock = OverviewBlock()
@@ -554,7 +557,11 @@ def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool =
         model = make_chat_model(spec)
     if use_cache and profile is not None:
         model = CachedChatModel(
-            model, profile_cache(profile), replay=not live_calls_forced(), commit=commit_label()
+            model,
+            profile_cache(profile),
+            replay=not live_calls_forced(),
+            commit=commit_label(),
+            on_damage=profile.cache_on_damage,
         )
     return model
 
