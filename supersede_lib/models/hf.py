@@ -22,6 +22,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from supersede_lib.models import cpu_features
 from supersede_lib.models.chat import ChatResult, Message
 
@@ -50,11 +52,9 @@ def materialize_gguf(
     Loading a GGUF through transformers converts the tokenizer and every tensor (minutes for a
     0.5B model on 2 cores); the cached copy loads in seconds and is a normal base model that a
     LoRA adapter can name. The copy is written to a temporary folder and renamed, so an
-    interrupted conversion never leaves a half-written cache entry.
+    interrupted conversion never leaves a half-written cache entry, and a lock lets one process
+    convert while the others wait for its result.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     source = Path(os.path.expanduser(str(model_dir))) / gguf_file
     if not source.is_file():
         raise FileNotFoundError(f"GGUF file not found: {source}")
@@ -62,6 +62,21 @@ def materialize_gguf(
     target = root / Path(gguf_file).stem
     if (target / "config.json").exists():
         return target
+    root.mkdir(parents=True, exist_ok=True)
+    # Two processes converting at once: the second would replace the first's folder while the first
+    # loads from it (seen here: a training run died on a half-deleted model.safetensors).
+    with FileLock(str(root / f".{target.name}.lock")):
+        if (target / "config.json").exists():
+            return target
+        _convert_gguf(source, gguf_file, root, target)
+    return target
+
+
+def _convert_gguf(source: Path, gguf_file: str, root: Path, target: Path) -> None:
+    """Dequantise `source` into `target` through a staging folder (`materialize_gguf`)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=gguf_file)
     model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=gguf_file, dtype=torch.float32)
     # The weights are already dequantised; drop the GGUF "quantizer" so save_pretrained writes them.
@@ -76,7 +91,6 @@ def materialize_gguf(
     tokenizer.save_pretrained(staging)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
-    return target
 
 
 def prepare_chat_tokenizer(tokenizer: Any, model: Any | None = None) -> Any:
