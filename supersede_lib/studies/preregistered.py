@@ -71,10 +71,17 @@ def next_run(profile: Profile) -> tuple[str, int] | None:
     return next((run for run in registered_order(profile) if not _judged(profile, final_label(*run))), None)
 
 
-def judge_baselines(profile: Profile) -> None:
-    """The base on every set that names it, with the agent the arms train."""
+def judge_baselines(profile: Profile, only: Sequence[str] | None = None) -> None:
+    """The base on every set that names it (or the sets `only` names, in that order), with the agent
+    the arms train."""
     config = planned_arms(profile)[0].config
-    for evaluation in _sets_naming(profile, BASE):
+    sets = {item.name: item for item in _sets_naming(profile, BASE)}
+    unknown = sorted(set(only or ()) - set(sets))
+    if unknown:
+        raise ProfileError(
+            f"{profile.source}: no set naming the base called {', '.join(unknown)} ({', '.join(sets)})"
+        )
+    for evaluation in [sets[name] for name in only] if only else sets.values():
         print(
             f"base on {evaluation.name} ({evaluation.condition}, agent {evaluation.prompt_variant or config.prompt_variant})"
         )
@@ -104,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", required=True)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--baselines", action="store_true", help="judge the base on every set that names it")
+    parser.add_argument("--sets", help="with --baselines: these sets only, in this order (comma-separated)")
     group.add_argument("--next", action="store_true", help="train and judge the next registered run")
     group.add_argument("--run", metavar="ARM:SEED", help="train and judge this registered run")
     group.add_argument("--report", action="store_true", help="write the registered analysis of what has run")
@@ -113,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     profile = profiles.load_profile(args.profile)
     if args.baselines:
-        judge_baselines(profile)
+        judge_baselines(profile, args.sets.split(",") if args.sets else None)
         return 0
     if args.report:
         print(write_results(profile))
