@@ -49,6 +49,10 @@ COMMANDS: dict[str, Command] = {
     "serve": Command(
         "supersede_lib.cli.serve", "serve a GGUF model over OpenAI-compatible HTTP (a free port by default)"
     ),
+    "preregistered": Command(
+        "supersede_lib.studies.preregistered",
+        "a pre-registered proof one piece per session: --baselines, --next, --report, --verify",
+    ),
     "gpu-check": Command(
         "supersede_lib.train.gpu_check", "check the GPU training path on this machine's CUDA GPU (~3 min)"
     ),

@@ -7,8 +7,8 @@ that has no test result yet and judges its final checkpoint on every set that na
 session ends. Each piece writes its per-model files under `outputs/<profile>/07_transfer_eval/` and
 its recorded replies, ready to commit; notebook 07 makes the tables once every piece is there.
 
-    python -m supersede_lib.studies.preregistered --profile cpu_proof_prereg --baselines
-    python -m supersede_lib.studies.preregistered --profile cpu_proof_prereg --next
+    python -m supersede_lib preregistered --profile cpu_proof_prereg --baselines
+    python -m supersede_lib preregistered --profile cpu_proof_prereg --next
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def train_and_judge(profile: Profile, arm: str, seed: int) -> TrainedRun:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m supersede_lib.studies.preregistered", description=__doc__.split("\n\n")[0]
+        prog="python -m supersede_lib preregistered", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--profile", required=True)
     group = parser.add_mutually_exclusive_group(required=True)
