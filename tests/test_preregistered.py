@@ -140,3 +140,28 @@ def test_the_registered_analysis_pairs_by_episode_against_the_controls(
     assert row["gap recovered"] == pytest.approx((0.5 - 0.2) / (0.7 - 0.2))
     verdict = preregistered.primary_verdict(PROFILE, table.reset_index())
     assert verdict.startswith("primary arm `verdict`: 1 of 3 seeds judged; 1 above")
+
+
+def test_the_analysis_of_the_controls_alone_names_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    _write_set(tmp_path, "test", "base", [True, False])
+    table = preregistered.results_table(PROFILE)
+    assert list(table["model"]) == ["base"]
+    assert "0 of 3 seeds judged" in preregistered.primary_verdict(PROFILE, table)
+
+
+def test_the_module_runs_as_a_script() -> None:
+    """Every function is defined before the script's entry point runs (`python -m ...`)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "supersede_lib.studies.preregistered", "--help"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0 and "--report" in result.stdout
+    source = Path(preregistered.__file__).read_text()
+    assert source.rstrip().endswith("sys.exit(main())")

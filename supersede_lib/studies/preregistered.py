@@ -145,10 +145,6 @@ def _parse_run(text: str, profile: Profile) -> tuple[str, int]:
     return arm, int(seed)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 # --------------------------------------------------------------------------- the registered analysis
 
 CONTROLS = {
@@ -228,7 +224,9 @@ def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
     """The success rule applied to the primary arm's seeds judged so far."""
     registration = profile.require("preregistration")
     planned = sum(1 for arm, _ in registered_order(profile) if arm == registration.primary_arm)
-    primary = table[table["arm"] == registration.primary_arm] if "arm" in table else table.iloc[0:0]
+    if "arm" not in table:
+        return f"primary arm `{registration.primary_arm}`: 0 of {planned} seeds judged (controls only)"
+    primary = table[table["arm"] == registration.primary_arm]
     wins = primary[
         (primary["vs format-controlled: p (exact McNemar)"] < 0.05)
         & (primary["vs format-controlled: diff"] > 0)
@@ -300,3 +298,7 @@ def _replay_one(
     difference = compare_csv(committed_folder / f"{label}.csv", replay_folder / f"{label}.csv")
     where = f"{evaluation.name}/{label} ({recorded[0] if recorded else '?'})"
     return [] if difference is None else [f"{where}: {difference}"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
