@@ -70,22 +70,8 @@ def memory_credit_scorer(stale_penalty_weight: float = 1.0, memory_credit: float
     With `memory_credit` < 1 a wrong answer never reaches the success reward of 1, so success
     (and the curriculum) still means a correct answer, comparable across the two rewards.
     """
-    if not 0 <= memory_credit < 1:
-        raise ValueError(f"memory_credit must be in [0, 1), got {memory_credit}")
-    sparse = rubric_scorer(stale_penalty_weight)
-
-    def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
-        answer = sparse(episode, rollout)
-        if not _notes_hold_current(episode, rollout.notes):
-            return answer
-        note = f"memory credit +{memory_credit:g}: the notes hold the current value and no stale one"
-        return dataclasses.replace(
-            answer,
-            reward=answer.reward + memory_credit,
-            reason=f"{answer.reason}; {note}" if answer.reason else note,
-        )
-
-    return score
+    note = f"memory credit +{memory_credit:g}: the notes hold the current value and no stale one"
+    return _notes_credit_scorer(stale_penalty_weight, memory_credit, note, only_beside_correct=False)
 
 
 def notes_used_scorer(stale_penalty_weight: float = 1.0, memory_credit: float = 0.5) -> TrajectoryScorer:
@@ -96,16 +82,30 @@ def notes_used_scorer(stale_penalty_weight: float = 1.0, memory_credit: float = 
     it by notes alone, and several `memory` runs ended writing no notes at all (docs/training.md,
     "The collapse"). Tying the credit to a correct answer removes that separate route.
     """
+    note = f"notes credit +{memory_credit:g}: a correct answer read notes holding the current value"
+    return _notes_credit_scorer(stale_penalty_weight, memory_credit, note, only_beside_correct=True)
+
+
+def _notes_credit_scorer(
+    stale_penalty_weight: float, memory_credit: float, note: str, *, only_beside_correct: bool
+) -> TrajectoryScorer:
+    """The sparse reward plus `memory_credit` (and `note` in the reason) when the final notes hold the
+    current value and no stale one, and (`only_beside_correct`) the answer is correct."""
     if not 0 <= memory_credit < 1:
         raise ValueError(f"memory_credit must be in [0, 1), got {memory_credit}")
     sparse = rubric_scorer(stale_penalty_weight)
 
     def score(episode: Episode, rollout: BoundedMemoryRollout) -> Score:
         answer = sparse(episode, rollout)
-        if answer.verdict != "correct" or not _notes_hold_current(episode, rollout.notes):
+        if only_beside_correct and answer.verdict != "correct":
             return answer
-        note = f"notes credit +{memory_credit:g}: a correct answer read notes holding the current value"
-        return dataclasses.replace(answer, reward=answer.reward + memory_credit, reason=note)
+        if not _notes_hold_current(episode, rollout.notes):
+            return answer
+        return dataclasses.replace(
+            answer,
+            reward=answer.reward + memory_credit,
+            reason=f"{answer.reason}; {note}" if answer.reason else note,
+        )
 
     return score
 
