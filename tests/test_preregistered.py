@@ -15,7 +15,7 @@ from conftest import make_episode  # noqa: E402
 
 from supersede_lib.agent.notes_edits import parse_edit_lines, repair_prose_reply
 from supersede_lib.agent.rollout import BoundedMemoryRollout
-from supersede_lib.studies import evaluation_sets, preregistered, profiles
+from supersede_lib.studies import evaluation_sets, prereg_analysis, preregistered, profiles
 from supersede_lib.studies.evaluation_sets import set_settings
 from supersede_lib.studies.training import planned_arms
 
@@ -133,12 +133,12 @@ def test_the_registered_analysis_pairs_by_episode_against_the_controls(
     _write_set(tmp_path, "test-format-controlled", "base", [i < 60 for i in range(n)])  # 30%
     _write_set(tmp_path, "test-full-context", "base", [i < 140 for i in range(n)])  # 70%
     _write_set(tmp_path, "test", "verdict__seed-11__step-20", [i < 100 for i in range(n)])  # 50%
-    table = preregistered.results_table(PROFILE).set_index("model")
+    table = prereg_analysis.results_table(PROFILE).set_index("model")
     row = table.loc["verdict__seed-11__step-20"]
     assert row["accuracy"] == 0.5 and row["vs format-controlled: diff"] == pytest.approx(0.2)
     assert row["diff 95% CI low"] > 0 and row["vs format-controlled: p (exact McNemar)"] < 1e-6
     assert row["gap recovered"] == pytest.approx((0.5 - 0.2) / (0.7 - 0.2))
-    verdict = preregistered.primary_verdict(PROFILE, table.reset_index())
+    verdict = prereg_analysis.primary_verdict(PROFILE, table.reset_index())
     assert verdict.startswith("primary arm `verdict`: 1 of 3 seeds judged; 1 above")
 
 
@@ -147,9 +147,9 @@ def test_the_analysis_of_the_controls_alone_names_what_is_missing(
 ) -> None:
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     _write_set(tmp_path, "test", "base", [True, False])
-    table = preregistered.results_table(PROFILE)
+    table = prereg_analysis.results_table(PROFILE)
     assert list(table["model"]) == ["base"]
-    assert "0 of 3 seeds judged" in preregistered.primary_verdict(PROFILE, table)
+    assert "0 of 3 seeds judged" in prereg_analysis.primary_verdict(PROFILE, table)
 
 
 def test_the_module_runs_as_a_script() -> None:
@@ -165,3 +165,75 @@ def test_the_module_runs_as_a_script() -> None:
     assert result.returncode == 0 and "--report" in result.stdout
     source = Path(preregistered.__file__).read_text()
     assert source.rstrip().endswith("sys.exit(main())")
+
+
+def _write_rows(set_name: str, label: str, correct: list[bool], cut_calls: int = 0) -> None:
+    """A judged model's file with the columns the hard-set table reads (three calls per episode)."""
+    folder = preregistered.set_folder(PROFILE, _sets()[set_name])
+    folder.mkdir(parents=True, exist_ok=True)
+    cuts = [1 if i < cut_calls else 0 for i in range(len(correct))]
+    frame = pd.DataFrame(
+        {
+            "episode_id": [f"e{i}" for i in range(len(correct))],
+            "verdict": ["correct" if c else "wrong" for c in correct],
+            "n_calls": [3] * len(correct),
+            "cut_calls": cuts,
+        }
+    )
+    frame.to_csv(folder / f"{label}.csv", index=False)
+
+
+def test_the_hard_set_pairs_each_checkpoint_with_the_base_and_reports_the_cut_rate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    assert prereg_analysis.hard_table(PROFILE).empty  # nothing judged: no table, no error
+    _write_rows("hard", "base", [i < 10 for i in range(100)], cut_calls=3)
+    _write_rows("hard", "verdict__seed-11__step-20", [i < 30 for i in range(100)])
+    _write_rows("hard", "verdict__seed-12__step-20", [i < 11 for i in range(100)])
+    table = prereg_analysis.hard_table(PROFILE).set_index("model")
+    assert table.loc["base", "cut rate"] == pytest.approx(3 / 300)
+    assert table.loc["base", "95% CI low"] < 0.10 < table.loc["base", "95% CI high"]
+    strong, weak = table.loc["verdict__seed-11__step-20"], table.loc["verdict__seed-12__step-20"]
+    assert strong["vs base: diff"] == pytest.approx(0.20) and strong["diff 95% CI low"] > 0
+    assert strong["vs base: p"] < 1e-4 and weak["vs base: p"] == pytest.approx(1.0)
+    # Holm: the smallest of two p values is doubled, and no adjusted p falls below its raw one
+    assert strong["vs base: p (Holm)"] == pytest.approx(min(1.0, 2 * strong["vs base: p"]))
+    assert (table["vs base: p (Holm)"].dropna() >= table["vs base: p"].dropna()).all()
+
+
+def test_the_trend_counts_each_step_once_and_shows_a_notes_collapse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per-step rates rising over 20 steps give a small one-sided Kendall p; the empty-notes share of
+    the last quarter is read from the logged final notes."""
+    import json
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    folder = tmp_path / PROFILE.name / "06_grpo_training"
+    folder.mkdir(parents=True)
+    rows = [
+        {"step": step, "reward": 0.0, "verdict": "correct" if slot < step // 3 else "wrong",
+         "final_notes": "" if step > 15 else "city: Denver"}
+        for step in range(1, 21)
+        for slot in range(8)
+    ]  # fmt: skip
+    (folder / "verdict__seed-11.rollouts.jsonl").write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    table = prereg_analysis.trend_table(PROFILE).set_index("run")
+    row = table.loc["verdict__seed-11"]
+    assert row["steps"] == 20 and row["rollouts"] == 160
+    assert row["kendall tau"] > 0.9 and row["p (one-sided)"] < 1e-4
+    assert row["empty notes first quarter"] == 0 and row["empty notes last quarter"] == 1
+
+
+def test_the_report_writes_every_table_and_says_what_has_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    _write_rows("test", "base", [i < 60 for i in range(200)])
+    report = prereg_analysis.write_results(PROFILE)
+    text = report.read_text()
+    assert "0 of 3 seeds judged" in text and text.count("(not run yet)") == 3  # hard, real records, trend
+    assert {path.name for path in report.parent.glob("*.csv")} == {
+        "results.csv", "hard.csv", "real_records.csv", "trend.csv"
+    }  # fmt: skip

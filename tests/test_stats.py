@@ -221,3 +221,21 @@ def test_success_trend_also_tests_steps_as_units_which_is_more_conservative() ->
     bumpy = success_trend(steps, [rollout < lucky[step - 1] for step in range(1, 21) for rollout in range(8)])
     assert bumpy.p_one_sided < 0.05 and bumpy.p_steps_one_sided > 0.3
     assert math.isnan(success_trend([1, 2, 3, 4], [True, False, True, False]).p_steps_one_sided)
+
+
+def test_step_trend_counts_each_step_once() -> None:
+    """Eight rollouts of one step share an episode: the per-step rate is the observation, so the
+    same rates with more rollouts per step give the same test."""
+    from supersede_lib.eval.stats import step_success_trend
+
+    rates = [0, 0, 1, 0, 1, 1, 2, 1, 2, 3, 3, 2, 4, 3, 4, 5, 4, 6, 5, 6]  # successes out of 8, rising
+    steps = [step for step, _ in enumerate(rates, 1) for _ in range(8)]
+    successes = [slot < rate for rate in rates for slot in range(8)]
+    trend = step_success_trend(steps, successes)
+    doubled = step_success_trend(steps * 2, successes * 2)
+    assert trend.steps == 20 and trend.tau > 0.7 and trend.p_one_sided < 0.001
+    assert (doubled.tau, doubled.p_one_sided) == (trend.tau, trend.p_one_sided)
+    falling = step_success_trend(steps, [slot < 8 - rate for rate in rates for slot in range(8)])
+    assert falling.p_one_sided > 0.99
+    flat = step_success_trend(steps, [True] * len(steps))
+    assert (flat.tau, flat.p_one_sided) == (0.0, 1.0)

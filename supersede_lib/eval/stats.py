@@ -242,3 +242,31 @@ def success_trend(steps: Sequence[int], successes: Sequence[bool]) -> TrendResul
         p_one_sided=float(p_value),
         p_steps_one_sided=p_steps,
     )
+
+
+@dataclass(frozen=True)
+class StepTrend:
+    """Kendall's tau of per-step success rate on step, one-sided (a rising rate), over S steps."""
+
+    steps: int
+    tau: float
+    p_one_sided: float
+
+
+def step_success_trend(steps: Sequence[int], successes: Sequence[bool]) -> StepTrend:
+    """Did the success rate rise over training, with each step's episode counted once?
+
+    Each GRPO step samples one group on one episode, so its rollouts share that episode: the per-step
+    success rate is one cluster, and the S rates (not the rollouts) are the observations. A constant
+    rate (every step equal) has no trend: tau 0, p 1.
+    """
+    from scipy.stats import kendalltau
+
+    frame = pd.DataFrame({"step": list(steps), "success": [bool(value) for value in successes]})
+    if frame.empty:
+        raise ValueError("step_success_trend needs at least one rollout")
+    per_step = frame.groupby("step")["success"].mean()
+    if per_step.nunique() < 2:
+        return StepTrend(steps=len(per_step), tau=0.0, p_one_sided=1.0)
+    result = kendalltau(per_step.index.to_numpy(), per_step.to_numpy(), alternative="greater")
+    return StepTrend(steps=len(per_step), tau=float(result.statistic), p_one_sided=float(result.pvalue))

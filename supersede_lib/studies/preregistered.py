@@ -14,43 +14,19 @@ its recorded replies, ready to commit; notebook 07 makes the tables once every p
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
-
-from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar
 from supersede_lib.studies import profiles
-from supersede_lib.studies.common import NOTEBOOK_TRAINING, markdown_table
+from supersede_lib.studies.common import NOTEBOOK_TRAINING
 from supersede_lib.studies.evaluation_sets import BASE, SetModel, judge_models, recorded_model, set_folder
+from supersede_lib.studies.prereg_analysis import FINAL_STEP, final_label, registered_order, write_results
 from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError
 from supersede_lib.studies.training import TrainedRun, copy_run_files, planned_arms, train_arm_seed
 from supersede_lib.studies.verify import compare_csv
 from supersede_lib.train.config import TrainingConfig
-
-FINAL_STEP = 20  # the stopping rule: every run's final checkpoint
-_ORDER_ITEM = re.compile(r"^\s*(?P<arm>[A-Za-z0-9_-]+)\s+s(?P<seed>\d+)\s*$")
-
-
-def registered_order(profile: Profile) -> list[tuple[str, int]]:
-    """The (arm, seed) runs in `preregistration.order` ("verdict s11, format s11, ...")."""
-    order = profile.require("preregistration").order
-    runs = []
-    for item in order.split(","):
-        match = _ORDER_ITEM.match(item)
-        if match is None:
-            raise ProfileError(
-                f"{profile.source}: preregistration.order: {item.strip()!r} is not '<arm> s<seed>'"
-            )
-        runs.append((match["arm"], int(match["seed"])))
-    return runs
-
-
-def final_label(arm: str, seed: int) -> str:
-    return f"{arm}__seed-{seed}__step-{FINAL_STEP}"
 
 
 def _sets_naming(profile: Profile, label: str) -> list:
@@ -143,117 +119,6 @@ def _parse_run(text: str, profile: Profile) -> tuple[str, int]:
     if (arm, int(seed or -1)) not in registered_order(profile):
         raise SystemExit(f"{text}: not a registered run of {profile.name} ({registered_order(profile)})")
     return arm, int(seed)
-
-
-# --------------------------------------------------------------------------- the registered analysis
-
-CONTROLS = {
-    "base": ("test", BASE),
-    "format-controlled base": ("test-format-controlled", BASE),
-    "full context (ceiling)": ("test-full-context", BASE),
-}
-
-
-def _correct_by_episode(profile: Profile, set_name: str, label: str) -> pd.Series | None:
-    """A model's `correct` per episode on one set (None when it has not run)."""
-    evaluation = next(item for item in profile.require("transfer").evaluations if item.name == set_name)
-    path = set_folder(profile, evaluation) / f"{label}.csv"
-    if not path.exists():
-        return None
-    frame = pd.read_csv(path)
-    return frame.set_index("episode_id")["verdict"].eq("correct")
-
-
-def _against(arm: pd.Series, control: pd.Series) -> tuple[float, float, float, float]:
-    """Exact McNemar p and the bootstrap interval of the paired difference, arm minus control."""
-    paired = pd.concat([arm, control], axis=1, join="inner")
-    test = paired_mcnemar(paired.iloc[:, 0], paired.iloc[:, 1])
-    interval = paired_bootstrap_diff(paired.iloc[:, 0], paired.iloc[:, 1], n_resamples=10_000, seed=0)
-    return test.p_exact, interval.diff, interval.low, interval.high
-
-
-def results_table(profile: Profile) -> pd.DataFrame:
-    """The registered analysis on the test set: the controls, then every final checkpoint judged so
-    far against the format-controlled base (primary) and the base (secondary, Holm-adjusted), with the
-    share of the bounded -> full-context gap it recovers."""
-    controls = {name: _correct_by_episode(profile, *where) for name, where in CONTROLS.items()}
-    rows = [
-        {"model": name, "n": len(series), "correct": int(series.sum()), "accuracy": series.mean()}
-        for name, series in controls.items()
-        if series is not None
-    ]
-    base, formatted, full = (controls[name] for name in CONTROLS)
-    checkpoint_rows = []
-    for arm, seed in registered_order(profile):
-        arm_correct = _correct_by_episode(profile, "test", final_label(arm, seed))
-        if arm_correct is None or base is None or formatted is None:
-            continue
-        p_format, diff_format, low, high = _against(arm_correct, formatted)
-        p_base, diff_base, _, _ = _against(arm_correct, base)
-        gap = (
-            None
-            if full is None or full.mean() == base.mean()
-            else (arm_correct.mean() - base.mean()) / (full.mean() - base.mean())
-        )
-        checkpoint_rows.append(
-            {
-                "model": final_label(arm, seed),
-                "arm": arm,
-                "n": len(arm_correct),
-                "correct": int(arm_correct.sum()),
-                "accuracy": arm_correct.mean(),
-                "vs format-controlled: diff": diff_format,
-                "diff 95% CI low": low,
-                "diff 95% CI high": high,
-                "vs format-controlled: p (exact McNemar)": p_format,
-                "vs base: diff": diff_base,
-                "vs base: p": p_base,
-                "gap recovered": gap,
-            }
-        )
-    if checkpoint_rows:
-        from statsmodels.stats.multitest import multipletests
-
-        adjusted = multipletests([row["vs base: p"] for row in checkpoint_rows], method="holm")[1]
-        for row, p_holm in zip(checkpoint_rows, adjusted, strict=True):
-            row["vs base: p (Holm)"] = p_holm
-    return pd.DataFrame(rows + checkpoint_rows)
-
-
-def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
-    """The success rule applied to the primary arm's seeds judged so far."""
-    registration = profile.require("preregistration")
-    planned = sum(1 for arm, _ in registered_order(profile) if arm == registration.primary_arm)
-    if "arm" not in table:
-        return f"primary arm `{registration.primary_arm}`: 0 of {planned} seeds judged (controls only)"
-    primary = table[table["arm"] == registration.primary_arm]
-    wins = primary[
-        (primary["vs format-controlled: p (exact McNemar)"] < 0.05)
-        & (primary["vs format-controlled: diff"] > 0)
-    ]
-    return (
-        f"primary arm `{registration.primary_arm}`: {len(primary)} of {planned} seeds judged; "
-        f"{len(wins)} above the format-controlled base with p < 0.05 (success needs 2 of 3)"
-    )
-
-
-def write_results(profile: Profile) -> Path:
-    """`outputs/<profile>/preregistered/results.{csv,md}`: the registered analysis of what has run."""
-    table = results_table(profile)
-    folder = profiles.output_dir(profile, "preregistered")
-    table.to_csv(folder / "results.csv", index=False)
-    lines = [
-        f"# {profile.name}: the registered analysis of what has run",
-        "",
-        "Test set, greedy, bounded memory B=300 unless named; design: docs/preregistration.md.",
-        "",
-        primary_verdict(profile, table),
-        "",
-        markdown_table(table.round(4)),
-        "",
-    ]
-    (folder / "results.md").write_text("\n".join(lines), encoding="utf-8")
-    return folder / "results.md"
 
 
 # --------------------------------------------------------------------------- replay check

@@ -1,0 +1,249 @@
+"""The registered analysis of a pre-registered proof (`preregistration:` in its profile).
+
+Everything here reads the per-model files the runs wrote (`07_transfer_eval/<set>/<label>.csv`, the
+copied training logs in `06_grpo_training/`) and applies the tests the profile registered: the primary
+arm against the format-controlled base on the test set, paired by episode; the secondary comparisons
+Holm-adjusted; the hard set with its intervals and cut rate; the real records as a sanity row; the
+training trend with each step's episode counted once. Pieces not run yet are simply absent.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from supersede_lib.eval.stats import (
+    paired_bootstrap_diff,
+    paired_mcnemar,
+    quarter_steps,
+    step_success_trend,
+    wilson_interval,
+)
+from supersede_lib.studies import evidence, profiles
+from supersede_lib.studies.common import NOTEBOOK_TRAINING, markdown_table
+from supersede_lib.studies.evaluation_sets import BASE, set_folder
+from supersede_lib.studies.profiles import Profile, ProfileError
+
+FINAL_STEP = 20  # the stopping rule: every run's final checkpoint
+_ORDER_ITEM = re.compile(r"^\s*(?P<arm>[A-Za-z0-9_-]+)\s+s(?P<seed>\d+)\s*$")
+CONTROLS = {
+    "base": ("test", BASE),
+    "format-controlled base": ("test-format-controlled", BASE),
+    "full context (ceiling)": ("test-full-context", BASE),
+}
+HARD_SET, REAL_RECORDS_SET = "hard", "longmemeval"
+_SHARES = {"success": "success", "stale": "stale", "empty notes": "notes_empty"}  # trend: name -> column
+
+
+def registered_order(profile: Profile) -> list[tuple[str, int]]:
+    """The (arm, seed) runs in `preregistration.order` ("verdict s11, format s11, ...")."""
+    order = profile.require("preregistration").order
+    runs = []
+    for item in order.split(","):
+        match = _ORDER_ITEM.match(item)
+        if match is None:
+            raise ProfileError(
+                f"{profile.source}: preregistration.order: {item.strip()!r} is not '<arm> s<seed>'"
+            )
+        runs.append((match["arm"], int(match["seed"])))
+    return runs
+
+
+def final_label(arm: str, seed: int) -> str:
+    return f"{arm}__seed-{seed}__step-{FINAL_STEP}"
+
+
+def _set_rows(profile: Profile, set_name: str, label: str) -> pd.DataFrame | None:
+    """One model's rows on one set, indexed by episode (None when it has not run)."""
+    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
+    if set_name not in evaluations:
+        return None
+    path = set_folder(profile, evaluations[set_name]) / f"{label}.csv"
+    return pd.read_csv(path).set_index("episode_id") if path.exists() else None
+
+
+def _correct(rows: pd.DataFrame) -> pd.Series:
+    return rows["verdict"].eq("correct")
+
+
+def _cut_rate(rows: pd.DataFrame) -> float:
+    """The share of model calls whose reply hit the token cap (nan when the file does not count)."""
+    if "cut_calls" not in rows or "n_calls" not in rows or rows["n_calls"].sum() == 0:
+        return float("nan")
+    return float(rows["cut_calls"].sum() / rows["n_calls"].sum())
+
+
+def _against(arm: pd.Series, control: pd.Series) -> tuple[float, float, float, float]:
+    """Exact McNemar p and the bootstrap interval of the paired difference, arm minus control."""
+    paired = pd.concat([arm, control], axis=1, join="inner")
+    test = paired_mcnemar(paired.iloc[:, 0], paired.iloc[:, 1])
+    interval = paired_bootstrap_diff(paired.iloc[:, 0], paired.iloc[:, 1], n_resamples=10_000, seed=0)
+    return test.p_exact, interval.diff, interval.low, interval.high
+
+
+def _holm(rows: list[dict], column: str) -> None:
+    """Add `<column> (Holm)`: Holm's adjustment across the table's rows that have `column`."""
+    from statsmodels.stats.multitest import multipletests
+
+    if rows:
+        adjusted = multipletests([row[column] for row in rows], method="holm")[1]
+        for row, p_holm in zip(rows, adjusted, strict=True):
+            row[f"{column} (Holm)"] = p_holm
+
+
+def _count_row(model: str, rows: pd.DataFrame) -> dict:
+    correct = _correct(rows)
+    low, high = wilson_interval(int(correct.sum()), len(correct))
+    return {
+        "model": model,
+        "n": len(correct),
+        "correct": int(correct.sum()),
+        "accuracy": correct.mean(),
+        "95% CI low": low,
+        "95% CI high": high,
+        "cut rate": _cut_rate(rows),
+    }
+
+
+def results_table(profile: Profile) -> pd.DataFrame:
+    """The registered analysis on the test set: the controls, then every final checkpoint judged so
+    far against the format-controlled base (primary) and the base (secondary, Holm-adjusted), with the
+    share of the bounded -> full-context gap it recovers."""
+    controls = {name: _set_rows(profile, *where) for name, where in CONTROLS.items()}
+    rows = [_count_row(name, frame) for name, frame in controls.items() if frame is not None]
+    base, formatted, full = (None if frame is None else _correct(frame) for frame in controls.values())
+    checkpoint_rows = []
+    for arm, seed in registered_order(profile):
+        judged = _set_rows(profile, "test", final_label(arm, seed))
+        if judged is None or base is None or formatted is None:
+            continue
+        arm_correct = _correct(judged)
+        p_format, diff_format, low, high = _against(arm_correct, formatted)
+        p_base, diff_base, _, _ = _against(arm_correct, base)
+        gap = (
+            None
+            if full is None or full.mean() == base.mean()
+            else (arm_correct.mean() - base.mean()) / (full.mean() - base.mean())
+        )
+        checkpoint_rows.append(
+            {
+                **_count_row(final_label(arm, seed), judged),
+                "arm": arm,
+                "vs format-controlled: diff": diff_format,
+                "diff 95% CI low": low,
+                "diff 95% CI high": high,
+                "vs format-controlled: p (exact McNemar)": p_format,
+                "vs base: diff": diff_base,
+                "vs base: p": p_base,
+                "gap recovered": gap,
+            }
+        )
+    _holm(checkpoint_rows, "vs base: p")
+    return pd.DataFrame(rows + checkpoint_rows)
+
+
+def hard_table(profile: Profile) -> pd.DataFrame:
+    """The hard set (transfer): every judged model with its Wilson interval and cut rate, and each
+    checkpoint against the base, paired by episode (bootstrap interval, exact McNemar, Holm)."""
+    base = _set_rows(profile, HARD_SET, BASE)
+    if base is None:
+        return pd.DataFrame()
+    checkpoint_rows = []
+    for arm, seed in registered_order(profile):
+        judged = _set_rows(profile, HARD_SET, final_label(arm, seed))
+        if judged is None:
+            continue
+        p_base, diff, low, high = _against(_correct(judged), _correct(base))
+        checkpoint_rows.append(
+            {
+                **_count_row(final_label(arm, seed), judged),
+                "arm": arm,
+                "vs base: diff": diff,
+                "diff 95% CI low": low,
+                "diff 95% CI high": high,
+                "vs base: p": p_base,
+            }
+        )
+    _holm(checkpoint_rows, "vs base: p")
+    return pd.DataFrame([_count_row(BASE, base), *checkpoint_rows])
+
+
+def real_records_table(profile: Profile) -> pd.DataFrame:
+    """The real LongMemEval records: a sanity row per judged model (n is tiny; it decides nothing)."""
+    labels = [BASE, *(final_label(arm, seed) for arm, seed in registered_order(profile))]
+    rows = []
+    for label in labels:
+        judged = _set_rows(profile, REAL_RECORDS_SET, label)
+        if judged is not None:
+            rows.append(_count_row(label, judged))
+    return pd.DataFrame(rows)
+
+
+def trend_table(profile: Profile) -> pd.DataFrame:
+    """Per registered run copied to 06: the training trend with each step's episode as one cluster
+    (one-sided Kendall tau of the per-step success rate on step), and the first and last quarter's
+    success, stale and empty-notes shares (where a notes collapse shows)."""
+    rollouts = evidence.read_rollouts(profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING)
+    rows = []
+    for run, frame in rollouts.groupby("run", sort=True) if not rollouts.empty else []:
+        trend = step_success_trend(frame["step"], frame["success"])
+        first, last = (frame[frame["step"].isin(steps)] for steps in quarter_steps(frame["step"]))
+        row = {
+            "run": run,
+            "steps": trend.steps,
+            "rollouts": len(frame),
+            "kendall tau": trend.tau,
+            "p (one-sided)": trend.p_one_sided,
+        }
+        for quarter, part in (("first", first), ("last", last)):
+            row.update({f"{name} {quarter} quarter": part[column].mean() for name, column in _SHARES.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
+    """The success rule applied to the primary arm's seeds judged so far."""
+    registration = profile.require("preregistration")
+    planned = sum(1 for arm, _ in registered_order(profile) if arm == registration.primary_arm)
+    if "arm" not in table:
+        return f"primary arm `{registration.primary_arm}`: 0 of {planned} seeds judged (controls only)"
+    primary = table[table["arm"] == registration.primary_arm]
+    wins = primary[
+        (primary["vs format-controlled: p (exact McNemar)"] < 0.05)
+        & (primary["vs format-controlled: diff"] > 0)
+    ]
+    return (
+        f"primary arm `{registration.primary_arm}`: {len(primary)} of {planned} seeds judged; "
+        f"{len(wins)} above the format-controlled base with p < 0.05 (success needs 2 of 3)"
+    )
+
+
+_SECTIONS = {
+    "results": "Test set (primary and secondary comparisons)",
+    "hard": "Hard set (transfer; Wilson intervals; the diff is paired by episode against the base)",
+    "real_records": "Real LongMemEval records (sanity row: n is tiny and decides nothing)",
+    "trend": "Training trend (each step's episode one cluster: one-sided Kendall tau over the steps)",
+}
+
+
+def write_results(profile: Profile) -> Path:
+    """`outputs/<profile>/preregistered/`: `results.md` and a CSV per table of what has run."""
+    test = results_table(profile)
+    tables = {"results": test, "hard": hard_table(profile), "real_records": real_records_table(profile)}
+    tables["trend"] = trend_table(profile)
+    folder = profiles.output_dir(profile, "preregistered")
+    lines = [
+        f"# {profile.name}: the registered analysis of what has run",
+        "",
+        "Greedy, bounded memory B=300 unless named; design: docs/preregistration.md.",
+        "",
+        primary_verdict(profile, test),
+    ]
+    for name, table in tables.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+        body = markdown_table(table.round(4)) if not table.empty else "(not run yet)"
+        lines += ["", f"## {_SECTIONS[name]}", "", body]
+    (folder / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder / "results.md"
