@@ -92,7 +92,7 @@ from supersede_lib.train.config import cuda_device_name, preset_for_device
 profile = profile or preset_for_device(cuda_device_name(), default="offline")"""
 
 
-DISPLAY_HELPERS = ("show", "show_figure", "show_values")
+DISPLAY_HELPERS = ("show", "show_figure", "show_values", "show_warnings")
 
 
 def imports_cell(study: str, *, save_dir: bool = False, helpers: tuple[str, ...] = DISPLAY_HELPERS) -> str:
@@ -204,7 +204,7 @@ def isolation_notebook() -> nbformat.NotebookNode:
         "bounded agent are classified automatically from its trajectories.",
         [
             new_code_cell(
-                "result = isolation.run_isolation(profile)\nshow(result.table, 'Table 1 (one model)')"
+                "result = isolation.run_isolation(profile)\nshow(result.table, 'Table 1 (one model)')\nshow_warnings(result)"
             ),
             new_code_cell(
                 "show(result.accuracy, 'Accuracy with 95% Wilson intervals')\n"
@@ -234,7 +234,9 @@ def frontier_notebook() -> nbformat.NotebookNode:
         "The isolation comparison for every model in the profile's `frontier.models`, on the same questions. "
         "The paper's models and ours sit in separate columns and separate figure panels.",
         [
-            new_code_cell("result = frontier.run_frontier(profile)\nshow(result.table, 'Table 1')"),
+            new_code_cell(
+                "result = frontier.run_frontier(profile)\nshow(result.table, 'Table 1')\nshow_warnings(result)"
+            ),
             new_code_cell("show(result.accuracy, 'Accuracy with 95% Wilson intervals')"),
             new_code_cell("show_figure(result.figures['figure2'])"),
             new_code_cell(
@@ -256,7 +258,9 @@ def scale_notebook() -> nbformat.NotebookNode:
         "proportional budget recovers nothing although the answers change, the failure tracks conversation "
         "length rather than the compression ratio. Graded by the programmatic matcher throughout.",
         [
-            new_code_cell("result = scale.run_scale(profile)\nshow(result.table, 'Table 2')"),
+            new_code_cell(
+                "result = scale.run_scale(profile)\nshow(result.table, 'Table 2')\nshow_warnings(result)"
+            ),
             new_code_cell(
                 "show(result.accuracy, 'Accuracy per condition')\n"
                 "print(f'answers differ between the two long conditions: {result.answers_differ}/{result.answers_compared}')\n"
@@ -287,7 +291,8 @@ def environment_notebook() -> nbformat.NotebookNode:
             new_code_cell(
                 "result = environment_validation.run_environment_validation(profile)\n"
                 "show(result.table, 'Environment validation')\n"
-                "print('all rollouts terminated:', result.all_terminated)"
+                "print('all rollouts terminated:', result.all_terminated)\n"
+                "show_warnings(result)"
             ),
             new_markdown_cell("The validation at a glance: ours and the paper's, in separate panels."),
             new_code_cell(
@@ -403,7 +408,8 @@ def transfer_notebook() -> nbformat.NotebookNode:
             new_code_cell(
                 "from supersede_lib.studies.notebook import show_transfer\n\n"
                 "result = transfer.run_transfer(profile)\n"
-                "show_transfer(result)"
+                "show_transfer(result)\n"
+                "show_warnings(result)"
             ),
             new_code_cell("print('outputs:', result.output_dir)"),
         ],

@@ -63,3 +63,35 @@ def test_the_cpu_proof_is_redrawn_coloured_by_arm_and_styled_by_seed() -> None:
     assert by_arm and all(len(colors) == 1 for colors in by_arm.values())  # one colour per arm
     memory = [line.get_linestyle() for label, line in lines.items() if label.startswith("memory, seed")]
     assert len(set(memory)) > 1  # the seeds of one arm differ by line style
+
+
+def test_run_warnings_get_a_box_of_their_own_sets_included(tmp_path: Path, monkeypatch) -> None:
+    """Retries and timeouts (a set's run in a sub-folder, as 07 writes them) and a run in which every
+    question failed are shown beside the tables; a clean study says so in one line."""
+    import json
+    from types import SimpleNamespace
+
+    shown: list = []
+    monkeypatch.setattr("IPython.display.display", lambda item: shown.append(item))
+    (tmp_path / "hard").mkdir()
+    retried = "model m: 3 retries this run (2 after a timeout, 1 after 429/5xx)"
+    (tmp_path / "hard" / "base.manifest.json").write_text(json.dumps({"warnings": [retried]}))
+    all_failed = {"warnings": [], "totals": {"questions": 4, "failed_questions": 4}}
+    (tmp_path / "bounded_memory.manifest.json").write_text(json.dumps(all_failed))
+    notebook.show_warnings(SimpleNamespace(output_dir=tmp_path))
+    text, page = repr(shown[-1]), shown[-1]._repr_html_()
+    assert "every question failed in bounded_memory" in text and retried in text
+    assert "Run warnings (2)" in page
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "run.manifest.json").write_text(json.dumps({"warnings": []}))
+    notebook.show_warnings(SimpleNamespace(output_dir=clean))
+    assert repr(shown[-1]) == "Run warnings: none"
+
+
+def test_every_study_notebook_that_calls_a_model_shows_its_run_warnings() -> None:
+    import nbformat
+
+    for name in ("02_isolation", "03_frontier", "04_scale", "05_environment_validation", "07_transfer_eval"):
+        cells = nbformat.read(Path("notebooks") / f"{name}.ipynb", as_version=4).cells
+        assert any("show_warnings(result)" in cell.source for cell in cells if cell.cell_type == "code"), name

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +122,21 @@ def show_values(values: Mapping[str, Any] | None, title: str) -> None:
     """A dict (a test's b, c and p, a run's settings) as a two-column table instead of a raw dict."""
     frame = pd.DataFrame({"": list(values or {}), "value": list((values or {}).values())})
     show(frame, title)
+
+
+def run_warnings_box(warnings: Sequence[str]) -> Shown:
+    """Run warnings (retries, timeouts, failed questions, cut or empty replies, a bypassed cache) in a
+    box of their own, or one line saying there were none: a reader of a notebook sees them beside the
+    tables, not only in the log lines that scrolled past while it ran."""
+    if not warnings:
+        return Shown(
+            "<p style='color:#2e7d32'>Run warnings: none (no retries, timeouts, failed questions, cut or "
+            "empty replies).</p>",
+            "Run warnings: none",
+        )
+    items = "".join(f"<li>{html.escape(warning)}</li>" for warning in warnings)
+    return Shown(
+        "<div style='border-left:6px solid #e65100;padding:6px 12px;margin:6px 0;background:#fff3e0'>"
+        f"<b>Run warnings ({len(warnings)})</b><ul>{items}</ul></div>",
+        "Run warnings:\n" + "\n".join(f"- {warning}" for warning in warnings),
+    )

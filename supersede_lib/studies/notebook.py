@@ -12,15 +12,17 @@ record under `.replay/notebook/`, so running a notebook never rewrites the commi
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from supersede_lib.data import reachability
-from supersede_lib.present.display import banner, show, show_figure, show_notes, show_values
+from supersede_lib.present.display import banner, run_warnings_box, show, show_figure, show_notes, show_values
 from supersede_lib.studies import profiles
 from supersede_lib.studies.labels import MATCHER
+from supersede_lib.studies.outputs import failed_runs, study_warnings
 from supersede_lib.studies.profiles import Profile
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "show_notes",
     "show_transfer",
     "show_values",
+    "show_warnings",
 ]
 
 PROFILE_ENV = "SUPERSEDE_PROFILE"
@@ -230,3 +233,20 @@ def show_cpu_proof(record: Path = CPU_PROOF) -> None:
         "CPU proof, held out (ours: Qwen2.5-Coder-0.5B-Instruct, synthetic easy, cpu_proof, n = 100, "
         "greedy, matcher; McNemar vs base). Paper: Qwen2.5-3B, LongMemEval oracle, n = 78: 9.0% -> 16.7%.",
     )
+
+
+def show_warnings(result: Any) -> None:
+    """Display every warning of the runs a study result's folder holds (sub-folders too: 07's sets),
+    each once, the runs in which every question failed first."""
+    from IPython.display import display
+
+    directory = Path(result.output_dir)
+    manifests = {
+        path.relative_to(directory).as_posix().removesuffix(".manifest.json"): json.loads(path.read_text())
+        for path in sorted(directory.rglob("*.manifest.json"))
+    }
+    failed = [
+        f"every question failed in {run}: its numbers are not results"
+        for run in failed_runs(directory, manifests)
+    ]
+    display(run_warnings_box(failed + study_warnings(directory, manifests)))
