@@ -252,6 +252,7 @@ class PreregistrationBlock(_Block):
     test_set: str
     order: str
     exploratory: str
+    amendments: list[str] = []  # each says when it was committed, before what, and what it changes
 
 
 class TransferBlock(_Block):
