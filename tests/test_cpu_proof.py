@@ -37,6 +37,7 @@ def _write_run(directory: Path, label: str, successes_by_step: list[int], group:
             record = {
                 "step": step,
                 "reward": 1.0 if correct else 0.0,
+                "advantage": (1.0 if correct else 0.0) - successes / group,  # GRPO: against its group
                 "verdict": "correct" if correct else "wrong",
                 "notes_hold_current": correct,
                 "final_notes": "pet: Olive" if correct else "",
@@ -109,6 +110,10 @@ def test_training_evidence_reads_trend_and_notes_from_the_rollouts(tmp_path: Pat
     # the written rollouts leave the notes empty exactly when wrong: 13/16 -> 3/16 empty
     assert trend.loc["sparse__seed-0", "notes_empty_first"] == pytest.approx(13 / 16)
     assert trend.loc["sparse__seed-0", "notes_empty_last"] == pytest.approx(3 / 16)
+    payoff = pd.read_csv(tmp_path / "notes_payoff.csv").set_index("run")
+    # within each group of the first 4 steps the empty (wrong) rollouts sit below their group's mean
+    assert payoff.loc["sparse__seed-0", "advantage_empty_first_half"] == pytest.approx(-(7 + 12 + 7 + 7) / 8)
+    assert payoff.loc["memory__seed-0", "advantage_empty_first_half"] == pytest.approx(-4 * 12 / 8)
     assert evidence.write_training_evidence(tmp_path / "empty") == []
 
 

@@ -214,7 +214,7 @@ def test_the_trend_counts_each_step_once_and_shows_a_notes_collapse(
     folder.mkdir(parents=True)
     rows = [
         {"step": step, "reward": 0.0, "verdict": "correct" if slot < step // 3 else "wrong",
-         "final_notes": "" if step > 15 else "city: Denver"}
+         "final_notes": "" if step > 15 or slot == 7 else "city: Denver", "advantage": -0.5 if slot == 7 else 0.1}
         for step in range(1, 21)
         for slot in range(8)
     ]  # fmt: skip
@@ -223,7 +223,8 @@ def test_the_trend_counts_each_step_once_and_shows_a_notes_collapse(
     row = table.loc["verdict__seed-11"]
     assert row["steps"] == 20 and row["rollouts"] == 160
     assert row["kendall tau"] > 0.9 and row["p (one-sided)"] < 1e-4
-    assert row["empty notes first quarter"] == 0 and row["empty notes last quarter"] == 1
+    assert row["empty notes first quarter"] == 1 / 8 and row["empty notes last quarter"] == 1
+    assert row["advantage on empty notes, first half"] == pytest.approx(-0.5 * 10)  # one per step, steps 1-10
 
 
 def test_the_report_writes_every_table_and_says_what_has_not_run(

@@ -89,6 +89,7 @@ def read_rollouts(directory: Path) -> pd.DataFrame:
                     "seed": int(seed),
                     "step": int(record["step"]),
                     "reward": float(record["reward"]),
+                    "advantage": float(record.get("advantage", float("nan"))),
                     "success": record.get("verdict") == "correct",
                     "stale": record.get("verdict") == "stale",
                     "notes_empty": not str(record.get("final_notes") or "").strip(),
@@ -129,7 +130,11 @@ def notes_payoff_table(rollouts: pd.DataFrame) -> pd.DataFrame:
     """Per run: in the first half of steps, the mean reward of rollouts that wrote notes and of those
     that left them empty, and the share of note-writers punished (reward < 0, a stale answer under the
     stale penalty); then the share of empty notes in the last quarter. A run whose notes earn no more
-    than empty notes early on has no gradient towards keeping them: that is where notes collapse."""
+    than empty notes early on has no gradient towards keeping them: that is where notes collapse.
+
+    Those means mix episodes; GRPO compares rollouts only within a step's group (one episode).
+    `advantage_empty_first_half` sums the logged advantage of the empty-notes rollouts of the first
+    half: the push the update gave towards (> 0) or away from (< 0) empty notes, within groups."""
     rows = []
     for run, frame in rollouts.groupby("run", sort=True):
         steps = sorted(frame["step"].unique())
@@ -146,6 +151,7 @@ def notes_payoff_table(rollouts: pd.DataFrame) -> pd.DataFrame:
                 "punished_share_written": (written["reward"] < 0).mean() if len(written) else float("nan"),
                 "notes_empty": len(empty),
                 "reward_notes_empty": empty["reward"].mean() if len(empty) else float("nan"),
+                "advantage_empty_first_half": float(empty["advantage"].sum()),
                 "notes_empty_last_quarter": frame[frame["step"].isin(last_steps)]["notes_empty"].mean(),
             }
         )

@@ -196,11 +196,20 @@ def trend_table(profile: Profile) -> pd.DataFrame:
             "rollouts": len(frame),
             "kendall tau": trend.tau,
             "p (one-sided)": trend.p_one_sided,
+            # the within-group push towards (> 0) or away from (< 0) empty notes early on (collapse)
+            "advantage on empty notes, first half": _empty_notes_advantage(frame),
         }
         for quarter, part in (("first", first), ("last", last)):
             row.update({f"{name} {quarter} quarter": part[column].mean() for name, column in _SHARES.items()})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _empty_notes_advantage(frame: pd.DataFrame) -> float:
+    """The summed GRPO advantage of the empty-notes rollouts in the first half of a run's steps."""
+    steps = sorted(frame["step"].unique())
+    early = frame[frame["step"].isin(steps[: len(steps) // 2])]
+    return float(early.loc[early["notes_empty"], "advantage"].sum())
 
 
 def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
