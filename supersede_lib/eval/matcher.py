@@ -36,10 +36,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from supersede_lib.agent.episode import Episode
+from supersede_lib.eval.matcher_attribution import Attribution, attributed_to_another
 from supersede_lib.eval.matcher_text import (
     LIST,
     SENTENCE,
     AnalysedText,
+    agent_nouns,
     analyse,
     content_stems,
     is_number,
@@ -97,6 +99,8 @@ CONTEXT_WINDOW = 3
 """How many tokens before (or after) a mention a negation or "previously" marker may sit."""
 DOUBT_WINDOW = 6
 """How many tokens before a mention a doubt ("I doubt that you moved to Denver") may sit."""
+MIN_SLOT_STEM_CHARS = 4
+"""A question word this long or longer names the asked kind in the words built on it ("hobbyist")."""
 MAX_PROPER_NAME_TOKENS = 4
 """A capitalised rival item up to this long counts as a second candidate ("Denver and Salt Lake City")."""
 
@@ -318,6 +322,39 @@ def _hit_is_someone_elses(text: AnalysedText, hit: _Hit, not_others: frozenset[s
     return hit.exact and _is_someone_elses(text, min(hit.positions), max(hit.positions) + 1, not_others)
 
 
+def _attribution(
+    text: AnalysedText,
+    values: list[tuple[str, ...]],
+    not_others: frozenset[str],
+    question: str,
+    activities: frozenset[tuple[str, ...]],
+) -> Attribution:
+    """What `attributed_to_another` reads: the words that name no other, the question's stems, and
+    the spans where a value is mentioned and not denied."""
+    spans = [
+        (start, start + len(value))
+        for value in values
+        for start in occurrences(text.words, value)
+        if not _is_denied(text, start, start + len(value))
+    ]
+    spans += [
+        span
+        for value in values
+        if value in activities
+        for span in _agent_noun_spans(text, value)
+        if not _is_denied(text, *span)
+    ]
+    question_stems = frozenset(content_stems(analyse(question).words))
+    return Attribution(not_others, question_stems, tuple(sorted(set(spans))))
+
+
+def _hit_is_attributed(text: AnalysedText, hit: _Hit, attribution: Attribution) -> bool:
+    """An exact mention said of another person or thing (`matcher_attribution`)."""
+    return hit.exact and attributed_to_another(
+        text, (min(hit.positions), max(hit.positions) + 1), attribution
+    )
+
+
 def _is_asked(text: AnalysedText, hit: _Hit) -> bool:
     """The mention sits in a question ("Did you move to Denver?"): it asserts nothing."""
     return all(text.questions[position] for position in hit.positions)
@@ -368,24 +405,54 @@ def _overlap_hit(
     return _Hit(frozenset(covered), exact=False)
 
 
+def _is_activity(value: str) -> bool:
+    """A lower-case value whose last word is an -ing activity ("rock climbing", "beekeeping"): the
+    person-noun of that word names it too ("I'm a climber"). Capitalised values are names ("Empire State
+    Building" is no building work), and a value whose head is another word ("managing director",
+    "engineering manager") is a title, not an activity."""
+    analysed = analyse(value)
+    return bool(analysed.words) and not any(analysed.capitals) and bool(agent_nouns(analysed.words[-1]))
+
+
+def _agent_noun_spans(text: AnalysedText, value: Sequence[str]) -> list[tuple[int, int]]:
+    """Where the text names the activity `value` by its doer: "climber" or "rock climber" for "rock
+    climbing" (plurals too). The value's other words may stand before the person-noun or be left out:
+    a climber climbs, whatever the rock."""
+    forms = agent_nouns(value[-1])
+    spans = []
+    for position, word in enumerate(text.words):
+        if stem(word) not in forms:
+            continue
+        start = position
+        for modifier in reversed(value[:-1]):
+            if start == 0 or text.breaks[start] or stem(text.words[start - 1]) != stem(modifier):
+                break
+            start -= 1
+        spans.append((start, position + 1))
+    return spans
+
+
 def _value_hits(
     text: AnalysedText,
     value: Sequence[str],
     avoid_stems: frozenset[str],
     framing: Framing | None,
     taken: frozenset[int] = frozenset(),
+    activity: bool = False,
 ) -> list[_Hit]:
-    """Mentions of `value`: exact runs neither denied nor (with a `framing`) context; else overlap."""
-    starts = occurrences(text.words, value)
+    """Mentions of `value`: exact runs (or, for an `activity`, its doer: see `_agent_noun_spans`)
+    neither denied nor (with a `framing`) context; else overlap."""
+    spans = [(start, start + len(value)) for start in occurrences(text.words, value)]
+    spans += _agent_noun_spans(text, value) if activity else []
     hits = [
-        _Hit(frozenset(range(start, start + len(value))), exact=True)
-        for start in starts
-        if not _is_denied(text, start, start + len(value))
-        and not _is_timestamp_weekday(text, start, start + len(value))
-        and not _is_day_of_a_date(text, start, start + len(value))
-        and not (framing and _is_context(text, start, start + len(value), framing))
+        _Hit(frozenset(range(start, end)), exact=True)
+        for start, end in spans
+        if not _is_denied(text, start, end)
+        and not _is_timestamp_weekday(text, start, end)
+        and not _is_day_of_a_date(text, start, end)
+        and not (framing and _is_context(text, start, end, framing))
     ]
-    if starts:
+    if spans:
         return hits  # an exact mention that was denied must not come back through the overlap fallback
     fallback = _overlap_hit(text, value, avoid_stems, taken)
     return [fallback] if fallback else []
@@ -407,7 +474,10 @@ def conveys_value(text: str, value: str) -> bool:
     value_text = analyse(value)
     if not value_text.words:
         return False
-    return bool(_value_hits(analyse(text), value_text.words, frozenset(), framing=None))
+    hits = _value_hits(
+        analyse(text), value_text.words, frozenset(), framing=None, activity=_is_activity(value)
+    )
+    return bool(hits)
 
 
 def says_unknown(text: str) -> bool:
@@ -521,6 +591,7 @@ class _HedgeContext:
     dates_count: bool
     weekday_gold: bool  # the gold's only date part is a day of the week ("Wednesday")
     framing: Framing
+    question_stems: frozenset[str] = frozenset()  # the asked slot's own words ("hobby")
 
 
 def _offered_number(context: _HedgeContext, position: int, dates_count: bool) -> bool:
@@ -561,6 +632,17 @@ def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
         or all(text.questions[position] for position in positions)
         or (_is_date_words(words) and not _date_is_a_rival(context, words))
         or _is_timestamp_weekday(text, segment.start, segment.end)
+        or _names_the_slot(context, words)
+    )
+
+
+def _names_the_slot(context: _HedgeContext, words: Sequence[str]) -> bool:
+    """Every content word is the question's own or built on it ("a hobbyist" for "which hobby ..."):
+    the item names the asked kind, not a second value of it."""
+    stems = content_stems(words)
+    return bool(stems) and all(
+        any(word.startswith(asked) for asked in context.question_stems if len(asked) >= MIN_SLOT_STEM_CHARS)
+        for word in stems
     )
 
 
@@ -848,7 +930,8 @@ def score_answer(
     # An abstention item's "gold" explains why there is no answer: there is nothing to match.
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
-    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question)
+    activities = frozenset(_words(value) for value in [*golds, *stales] if _is_activity(value))
+    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question, activities)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
@@ -862,7 +945,7 @@ def score_answer(
     if answered_current and len(answer.strip()) > max_answer_chars:
         answered_current, reason = False, "too_long"
     if answered_current and not is_abstention:
-        context = _hedge_context(text, gold_values, stale_values, gold_hits, stale_hits, framing)
+        context = _hedge_context(text, gold_values, stale_values, gold_hits, stale_hits, framing, question)
         if _is_hedged(context, gold_hits):
             answered_current, reason = False, "hedged"
     verdict = _verdict(answered_current, asserted_stale, hedged=reason == "hedged")
@@ -878,12 +961,14 @@ def _asserted_hits(
     stale_values: list[tuple[str, ...]],
     framing: Framing,
     question: str,
+    activities: frozenset[tuple[str, ...]] = frozenset(),
 ) -> tuple[list[_Hit], list[_Hit]]:
     """The gold and the stale mentions that count: not asked, not someone else's (`_is_someone_elses`),
     and no gold mention wholly inside an exact stale one. In the overlap fallback a value's tokens
     shared with its rivals do not count, and tokens an exact mention of any value already took are not
     reused."""
     not_others = frozenset(analyse(question).words).union(*gold_values, *stale_values)
+    attribution = _attribution(text, gold_values + stale_values, not_others, question, activities)
     gold_stems = frozenset(token for value in gold_values for token in content_stems(value))
     stale_stems = frozenset(token for value in stale_values for token in content_stems(value))
     taken = frozenset(
@@ -895,15 +980,18 @@ def _asserted_hits(
     stale_hits = [
         hit
         for value in stale_values
-        for hit in _value_hits(text, value, gold_stems, framing, taken)
-        if not _is_asked(text, hit) and not _hit_is_someone_elses(text, hit, not_others)
+        for hit in _value_hits(text, value, gold_stems, framing, taken, value in activities)
+        if not _is_asked(text, hit)
+        and not _hit_is_someone_elses(text, hit, not_others)
+        and not _hit_is_attributed(text, hit, attribution)
     ]
     gold_hits = [
         hit
         for value in gold_values
-        for hit in _value_hits(text, value, stale_stems, framing, taken)
+        for hit in _value_hits(text, value, stale_stems, framing, taken, value in activities)
         if not _is_asked(text, hit)
         and not _hit_is_someone_elses(text, hit, not_others)
+        and not _hit_is_attributed(text, hit, attribution)
         and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
     ]
     return gold_hits, stale_hits
@@ -916,6 +1004,7 @@ def _hedge_context(
     gold_hits: list[_Hit],
     stale_hits: list[_Hit],
     framing: Framing,
+    question: str = "",
 ) -> _HedgeContext:
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     history = {
@@ -942,6 +1031,7 @@ def _hedge_context(
         )
         and any(word in WEEKDAYS for value in gold_values for word in value),
         framing=framing,
+        question_stems=frozenset(content_stems(analyse(question).words)),
     )
 
 

@@ -185,6 +185,9 @@ def _prepare(text: str) -> str:
 
 def _possessive_or_contraction(match: re.Match[str]) -> str:
     before = re.search(r"([A-Za-z]+)$", match.string[: match.start()])
+    if before is not None and before[1][:1].isupper() and re.match(r"\s*[0-9]", match.string[match.end() :]):
+        # "Kenji's 27:41 record": a name's "'s" before a number is whose, not "is" ("It's 4" is "is")
+        return "" if before[1].casefold() in _CONTRACTED_WORDS else _POSSESSOR_MARK
     following = re.match(r"\s*([A-Za-z]+)", match.string[match.end() :])
     contraction = (
         following is None
@@ -337,6 +340,23 @@ def stem(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
+
+
+AGENT_SUFFIXES = ("er", "or")
+"""What turns an activity into the person who does it: "climbing" -> "climber", "acting" -> "actor"."""
+MIN_ACTIVITY_CHARS = 6
+"""An -ing word this long or longer can name an activity ("hiking"); "king" and "ring" cannot."""
+
+
+def agent_nouns(activity: str) -> frozenset[str]:
+    """The person-nouns of an -ing activity word: "beekeeping" -> {"beekeeper", "beekeepor"}.
+
+    A person who names themselves by the activity ("I'm a knitter") names the activity. The forms are
+    spelled from the word's stem without a dictionary: a form nobody writes ("beekeepor") matches
+    nothing, so only real words count. Empty for words that are no -ing activity."""
+    if not (activity.isalpha() and activity.endswith("ing") and len(activity) >= MIN_ACTIVITY_CHARS):
+        return frozenset()
+    return frozenset(activity[:-3] + suffix for suffix in AGENT_SUFFIXES)
 
 
 def content_stems(words: Iterable[str]) -> list[str]:

@@ -243,3 +243,26 @@ UNKNOWN = re.compile(
         ]
     )
 )
+
+USER_WORDS = frozenset("i me my mine myself you your yours yourself im ive youre youve youd we our".split())
+"""Words that put the user in a clause: a value said with them is said of the user."""
+COPULAS = frozenset("is am are was were".split())
+"""The verb that splits a clause into whose thing (the subject) and what it is (the predicate)."""
+ROLE_NOUNS = frozenset(
+    """
+    friend colleague coworker boss manager supervisor trainer teacher coach instructor tutor mentor
+    neighbor neighbour roommate flatmate landlord landlady doctor dentist therapist sister brother
+    mother father mom dad mum parent wife husband spouse partner girlfriend boyfriend fiance fiancee
+    cousin aunt uncle niece nephew son daughter grandmother grandfather grandma grandpa classmate
+    teammate client
+    """.split()
+)
+"""People named by their role ("the trainer", "the violin teacher"): another person than the user."""
+INDEFINITES = frozenset(
+    "everything nothing something anything everyone someone anyone nobody everybody somebody".split()
+)
+"""Subjects that name no one in particular: "Everything is pointing to Denver" gives Denver to no one."""
+CLAUSE_JOINERS = frozenset("and or but so while whereas because although though however".split())
+"""Words that start a new clause: what a clause says of whom ends there."""
+NAME_WORDS = frozenset({"name", "names"})
+"""What a person is called: "the partner's name is Kenji" names the partner, as "the partner is Kenji"."""
