@@ -238,3 +238,26 @@ def test_the_report_writes_every_table_and_says_what_has_not_run(
     assert {path.name for path in report.parent.glob("*.csv")} == {
         "results.csv", "hard.csv", "real_records.csv", "trend.csv"
     }  # fmt: skip
+
+
+def test_regrading_adopts_what_the_matcher_says_now_and_keeps_the_live_measurements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A committed piece graded by an older matcher (here: one verdict changed by hand) is replayed
+    from its recorded replies; `--regrade` writes the replay's verdict and keeps the live latency."""
+    import shutil
+
+    committed = profiles.OUTPUT_ROOT / PROFILE.name / "07_transfer_eval" / "test-full-context"
+    folder = tmp_path / PROFILE.name / "07_transfer_eval" / "test-full-context"
+    shutil.copytree(committed, folder)
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    frame = pd.read_csv(folder / "base.csv")
+    row = frame.index[frame["verdict"] == "correct"][0]
+    frame.loc[row, "verdict"], frame.loc[row, "latency_s"] = "wrong", 1234.5
+    frame.to_csv(folder / "base.csv", index=False)
+    scratch = tmp_path / "scratch"
+    problems = preregistered.verify_record(PROFILE, scratch, regrade=True)
+    assert len(problems) == 1 and "verdict: committed 'wrong', replay 'correct'" in problems[0]
+    regraded = pd.read_csv(folder / "base.csv")
+    assert regraded.loc[row, "verdict"] == "correct" and regraded.loc[row, "latency_s"] == 1234.5
+    assert preregistered.verify_record(PROFILE, tmp_path / "scratch2") == []

@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from supersede_lib.studies import profiles
-from supersede_lib.studies.common import NOTEBOOK_TRAINING
+from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
 from supersede_lib.studies.evaluation_sets import BASE, SetModel, judge_models, recorded_model, set_folder
 from supersede_lib.studies.prereg_analysis import FINAL_STEP, final_label, registered_order, write_results
 from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError
+from supersede_lib.studies.record import adopt_run, adopt_table
 from supersede_lib.studies.training import TrainedRun, copy_run_files, planned_arms, train_arm_seed
 from supersede_lib.studies.verify import compare_csv
 from supersede_lib.train.config import TrainingConfig
@@ -94,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument(
         "--verify", action="store_true", help="replay every committed piece and compare its table"
     )
+    group.add_argument(
+        "--regrade",
+        action="store_true",
+        help="replay every committed piece and adopt what the matcher now says",
+    )
     args = parser.parse_args(argv)
     profile = profiles.load_profile(args.profile)
     if args.baselines:
@@ -102,9 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report:
         print(write_results(profile))
         return 0
-    if args.verify:
-        problems = verify_record(profile, profiles.REPO_ROOT / ".replay" / "preregistered")
+    if args.verify or args.regrade:
+        problems = verify_record(
+            profile, profiles.REPO_ROOT / ".replay" / "preregistered", regrade=args.regrade
+        )
         print("\n".join(problems) or f"every committed piece of {profile.name} reproduced")
+        if args.regrade and problems:
+            print(f"regraded {len(problems)} piece(s) with this commit's matcher, live measurements kept")
+            return 0
         return 1 if problems else 0
     run = next_run(profile) if args.next else _parse_run(args.run, profile)
     if run is None:
@@ -124,10 +135,14 @@ def _parse_run(text: str, profile: Profile) -> tuple[str, int]:
 # --------------------------------------------------------------------------- replay check
 
 
-def verify_record(profile: Profile, scratch: Path) -> list[str]:
+def verify_record(profile: Profile, scratch: Path, *, regrade: bool = False) -> list[str]:
     """Replay every committed per-model file of the proof from its recorded replies into `scratch`
     and compare the tables: the pieces run so far, checked the way `make verify` checks a whole
-    profile (which cannot run this one until every registered run is in). Returns what differs."""
+    profile (which cannot run this one until every registered run is in). Returns what differs.
+
+    `regrade` adopts each differing replay into the committed files, the live measurements kept
+    (latency, the manifest's run facts): the matcher changed, and amendment 1 of the
+    pre-registration grades every piece with one matcher version."""
     problems: list[str] = []
     config = planned_arms(profile)[0].config
     for evaluation in profile.require("transfer").evaluations:
@@ -136,7 +151,12 @@ def verify_record(profile: Profile, scratch: Path) -> list[str]:
             continue
         for manifest in sorted(folder.glob("*.manifest.json")):
             label = manifest.name.removesuffix(".manifest.json")
-            problems += _replay_one(profile, evaluation, config, scratch, label)
+            difference = _replay_one(profile, evaluation, config, scratch, label)
+            if difference and regrade:
+                stem = Path(NOTEBOOK_TRANSFER) / evaluation.name / label
+                adopt_table(f"{stem}.csv", scratch / profile.name, profiles.OUTPUT_ROOT / profile.name)
+                adopt_run(stem, scratch / profile.name, profiles.OUTPUT_ROOT / profile.name, run_changed=True)
+            problems += difference
     return problems
 
 

@@ -80,7 +80,7 @@ ModelSpec = Annotated[dict[str, Any], AfterValidator(_checked_model_spec)]
 
 LIVE_CALLS_ENV = "SUPERSEDE_LIVE_CALLS"
 
-_imported_recordings: set[Path] = set()
+_imported_recordings: set[tuple[Path, Path]] = set()  # (recording, cache): each cache imports it once
 _fake_servers: list[Any] = []  # kept alive for the process; closed at exit
 
 
@@ -517,9 +517,9 @@ def profile_cache(profile: Profile) -> ResponseCache:
     """The profile's response cache, holding the profile's recorded responses (imported once per process)."""
     cache = ResponseCache(cache_path(profile))
     recorded = recorded_responses_path(profile)
-    if recorded is not None and recorded.exists() and recorded not in _imported_recordings:
+    if recorded is not None and recorded.exists() and (recorded, cache.path) not in _imported_recordings:
         cache.import_responses(recorded)
-        _imported_recordings.add(recorded)
+        _imported_recordings.add((recorded, cache.path))
     return cache
 
 

@@ -71,7 +71,7 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     )
 
 
-def _adopt_table(relative: str, replay_dir: Path, committed_dir: Path) -> None:
+def adopt_table(relative: str, replay_dir: Path, committed_dir: Path) -> None:
     source, target = replay_dir / relative, committed_dir / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.suffix == ".csv" and target.exists():
@@ -88,7 +88,7 @@ def _needs_manifest(committed: Path, run_changed: bool) -> bool:
     return bool((manifest.get("git") or {}).get("dirty"))
 
 
-def _adopt_run(stem: Path, replay_dir: Path, committed_dir: Path, run_changed: bool) -> list[str]:
+def adopt_run(stem: Path, replay_dir: Path, committed_dir: Path, run_changed: bool) -> list[str]:
     """A run's manifest (and, when its results changed, its trajectories), live measurements kept."""
     adopted = []
     manifest_path = stem.with_name(stem.name + MANIFEST_SUFFIX)
@@ -151,11 +151,11 @@ def adopt_replay(verdict: Verdict, replay_dir: Path, committed_dir: Path) -> lis
     changed = [difference.path for difference in verdict.differences] + list(verdict.missing)
     adopted = []
     for relative in changed:
-        _adopt_table(relative, replay_dir, committed_dir)
+        adopt_table(relative, replay_dir, committed_dir)
         adopted.append(relative)
     for manifest in _regenerated_manifests(replay_dir, verdict):
         stem = manifest.with_name(manifest.name.removesuffix(MANIFEST_SUFFIX))
-        adopted += _adopt_run(stem, replay_dir, committed_dir, _run_csv(manifest) in changed)
+        adopted += adopt_run(stem, replay_dir, committed_dir, _run_csv(manifest) in changed)
     studies = {Path(relative).parts[0] for relative in adopted if len(Path(relative).parts) > 1}
     studies |= _studies_with_dirty_summaries(replay_dir, committed_dir, verdict)
     for study in sorted(studies):
