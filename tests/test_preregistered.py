@@ -245,6 +245,7 @@ def test_regrading_adopts_what_the_matcher_says_now_and_keeps_the_live_measureme
 ) -> None:
     """A committed piece graded by an older matcher (here: one verdict changed by hand) is replayed
     from its recorded replies; `--regrade` writes the replay's verdict and keeps the live latency."""
+    import json
     import shutil
 
     committed = profiles.OUTPUT_ROOT / PROFILE.name / "07_transfer_eval" / "test-full-context"
@@ -260,4 +261,6 @@ def test_regrading_adopts_what_the_matcher_says_now_and_keeps_the_live_measureme
     assert len(problems) == 1 and "verdict: committed 'wrong', replay 'correct'" in problems[0]
     regraded = pd.read_csv(folder / "base.csv")
     assert regraded.loc[row, "verdict"] == "correct" and regraded.loc[row, "latency_s"] == 1234.5
+    timed = [json.loads(line)["wall_s"] for line in (committed / "base.trajectories.jsonl").open()]
+    assert [json.loads(line)["wall_s"] for line in (folder / "base.trajectories.jsonl").open()] == timed
     assert preregistered.verify_record(PROFILE, tmp_path / "scratch2") == []

@@ -23,6 +23,7 @@ from supersede_lib.studies.common import STUDY_SUMMARY_FILE
 from supersede_lib.studies.verify import LIVE_COLUMNS, Verdict, read_table_csv
 
 LIVE_TURN_FIELDS = ("latency_s", "cached", "made_by_commit")
+LIVE_TRAJECTORY_FIELDS = ("latency_s", "wall_s", "cached_calls")  # the episode's, measured when it ran live
 MANIFEST_SUFFIX = ".manifest.json"
 TRAJECTORIES_SUFFIX = ".trajectories.jsonl"
 
@@ -50,12 +51,14 @@ def carry_live_columns(committed: pd.DataFrame, replayed: pd.DataFrame) -> pd.Da
 
 
 def carry_live_turns(committed: list[dict[str, Any]], replayed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Replayed trajectories with each turn's live fields (latency, cached, commit) from the committed one."""
+    """Replayed trajectories with the live fields (latency, wall time, cached calls; each turn's latency,
+    cached flag and commit) of the committed one: a replay re-grades, it never re-times."""
     by_episode = {record.get("episode_id"): record for record in committed}
     for record in replayed:
         old = by_episode.get(record.get("episode_id"))
         if old is None or len(old.get("turns", [])) != len(record.get("turns", [])):
             continue
+        record.update({key: old[key] for key in LIVE_TRAJECTORY_FIELDS if key in old})
         for old_turn, new_turn in zip(old["turns"], record["turns"], strict=True):
             new_turn.update({key: old_turn[key] for key in LIVE_TURN_FIELDS if key in old_turn})
     return replayed
