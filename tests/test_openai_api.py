@@ -375,3 +375,35 @@ def test_cost_estimates():
 def test_reasoning_model_detection():
     assert is_reasoning_model("gpt-5.4") and is_reasoning_model("o4-mini")
     assert not is_reasoning_model("gpt-4.1-mini")
+
+
+_TRANSPORT_SCRIPT = """
+import asyncio
+from supersede_lib.eval.runner import run_sync
+from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.openai_api import OpenAIChatModel
+
+with LocalOpenAIServer() as server:
+    runner_model = OpenAIChatModel("fake", base_url=server.base_url, api_key_env="NO_SUCH_KEY")
+    run_sync(runner_model.achat([{"role": "user", "content": "hi"}], max_tokens=5))
+    print("runner loop:", type(runner_model._async_client._client).__name__)
+    plain_model = OpenAIChatModel("fake", base_url=server.base_url, api_key_env="NO_SUCH_KEY")
+    asyncio.run(plain_model.achat([{"role": "user", "content": "hi"}], max_tokens=5))
+    print("asyncio.run:", type(plain_model._async_client._client).__name__)
+"""
+
+
+def test_the_runner_loop_talks_over_aiohttp_and_closes_it_at_exit() -> None:
+    """The runner's long-lived loop uses aiohttp (less client CPU with many calls in flight) and
+    closes it at exit without the 'Unclosed client session' noise; a loop of `asyncio.run`, which
+    ends before a session could be closed there, keeps the SDK's httpx."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _TRANSPORT_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "runner loop: _InstalledAioHttpClient" in result.stdout
+    assert "asyncio.run: _InstalledAioHttpClient" not in result.stdout and "asyncio.run:" in result.stdout
+    assert "Unclosed" not in result.stderr, result.stderr

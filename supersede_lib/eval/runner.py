@@ -59,6 +59,7 @@ from supersede_lib.models.chat import (
     ModelCallError,
     ModelConfigError,
 )
+from supersede_lib.models.openai_api import mark_long_lived
 from supersede_lib.models.rate_limit import AdaptiveLimit
 
 T = TypeVar("T")
@@ -759,6 +760,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
     with _loop_lock:
         if _runner_loop is None or _runner_loop.is_closed():
             loop = asyncio.new_event_loop()
+            mark_long_lived(loop)  # its HTTP clients may use aiohttp (closed here at exit)
             thread = threading.Thread(target=loop.run_forever, name="supersede-runner-loop", daemon=True)
             thread.start()
             _runner_loop = loop
