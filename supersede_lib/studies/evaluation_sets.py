@@ -59,10 +59,15 @@ class EvaluationSetsResult(StudyResult):
     side_by_side_title: str = ""
 
 
-def set_folder(profile: Profile, evaluation: EvaluationSet) -> Path:
-    """Where a set's per-model files go: `07_transfer_eval/<set>/`, real records under `real_records/`."""
-    root = profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRANSFER
-    return root / REAL_RECORDS_FOLDER / evaluation.name if evaluation.real_records else root / evaluation.name
+def set_folder(profile: Profile, evaluation: EvaluationSet, root: Path | None = None) -> Path:
+    """Where a set's per-model files go: `07_transfer_eval/<set>/`, real records under `real_records/`,
+    under `root` (default: the outputs folder; a replay check passes a scratch one)."""
+    transfer = (root or profiles.OUTPUT_ROOT) / profile.name / NOTEBOOK_TRANSFER
+    return (
+        transfer / REAL_RECORDS_FOLDER / evaluation.name
+        if evaluation.real_records
+        else transfer / evaluation.name
+    )
 
 
 def set_models(profile: Profile, evaluation: EvaluationSet, runs: Sequence[TrainedRun]) -> list[SetModel]:
@@ -122,10 +127,10 @@ def _finished(folder: Path, label: str) -> bool:
     return (folder / f"{label}.csv").exists() and (folder / f"{label}.manifest.json").exists()
 
 
-def _set_cache(profile: Profile, evaluation: EvaluationSet) -> ResponseCache:
+def _set_cache(profile: Profile, evaluation: EvaluationSet, root: Path | None = None) -> ResponseCache:
     if evaluation.real_records:  # replies quote the records: their own cache, never exported
-        return ResponseCache(profiles.cache_path(profile).with_name(REAL_RECORDS_CACHE))
-    return profiles.profile_cache(profile)
+        return ResponseCache(profiles.cache_path(profile, root).with_name(REAL_RECORDS_CACHE))
+    return profiles.profile_cache(profile, root)
 
 
 def _episodes(evaluation: EvaluationSet) -> list | None:
@@ -198,18 +203,20 @@ def judge_models(
     settings_runs: Sequence[TrainedRun] | None = None,
     replay: bool = False,
     progress: bool = True,
+    root: Path | None = None,
 ) -> None:
     """Judge `models` on one set with the agent `config` trained (the base needs no run): each model
-    not finished yet runs live with its weights, or (`replay`) from its recorded replies."""
+    not finished yet runs live with its weights, or (`replay`) from its recorded replies. `root`
+    (default: the outputs folder) is where the set's files and the cache go."""
     block: TransferBlock = profile.require("transfer")
     episodes = _episodes(evaluation)
     if episodes is None:
         return
-    folder, live = set_folder(profile, evaluation), profiles.live_calls_forced()
+    folder, live = set_folder(profile, evaluation, root), profiles.live_calls_forced()
     folder.mkdir(parents=True, exist_ok=True)
     base_path = resolve_base_model(config)
     settings = set_settings(block, evaluation, settings_runs or [_ConfigOnly(config)])
-    cache, evaluated = _set_cache(profile, evaluation), False
+    cache, evaluated = _set_cache(profile, evaluation, root), False
     for model in models:
         if _finished(folder, model.label) and not live:
             continue

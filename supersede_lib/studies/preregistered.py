@@ -170,16 +170,13 @@ def _replay_one(
     """One committed model file replayed into `scratch` and compared (`verify_record`)."""
     committed_folder = set_folder(profile, evaluation)
     recorded = recorded_model(committed_folder, label)
-    original_root = profiles.OUTPUT_ROOT  # judge_models writes under OUTPUT_ROOT: point it at the scratch
-    profiles.OUTPUT_ROOT = scratch
-    try:
-        replay_folder = set_folder(profile, evaluation)
-        replay_folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(committed_folder / f"{label}.manifest.json", replay_folder)
-        (replay_folder / f"{label}.csv").unlink(missing_ok=True)
-        judge_models(profile, evaluation, config, [SetModel(label, None)], replay=True, progress=False)
-    finally:
-        profiles.OUTPUT_ROOT = original_root
+    replay_folder = set_folder(profile, evaluation, root=scratch)
+    replay_folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(committed_folder / f"{label}.manifest.json", replay_folder)
+    (replay_folder / f"{label}.csv").unlink(missing_ok=True)
+    judge_models(
+        profile, evaluation, config, [SetModel(label, None)], replay=True, progress=False, root=scratch
+    )
     difference = compare_csv(committed_folder / f"{label}.csv", replay_folder / f"{label}.csv")
     where = f"{evaluation.name}/{label} ({recorded[0] if recorded else '?'})"
     return [] if difference is None else [f"{where}: {difference}"]

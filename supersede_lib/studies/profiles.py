@@ -491,14 +491,15 @@ def output_dir(profile: Profile, notebook: str) -> Path:
     return path
 
 
-def cache_path(profile: Profile) -> Path:
-    """The profile's persistent response cache (a re-run of a finished study is free).
+def cache_path(profile: Profile, root: Path | None = None) -> Path:
+    """The profile's persistent response cache (a re-run of a finished study is free), under `root`
+    (default `OUTPUT_ROOT`) unless the profile names its own.
 
     A relative `cache_path:` is the repository's, like every path in a profile: notebooks run in
     notebooks/, and a path read against the working directory would be another cache there.
     """
     path = REPO_ROOT / Path(profile.cache_path).expanduser() if profile.cache_path else None
-    path = path or OUTPUT_ROOT / profile.name / "cache" / "responses.sqlite"
+    path = path or (root or OUTPUT_ROOT) / profile.name / "cache" / "responses.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -513,9 +514,9 @@ def live_calls_forced() -> bool:
     return os.environ.get(LIVE_CALLS_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
-def profile_cache(profile: Profile) -> ResponseCache:
-    """The profile's response cache, holding the profile's recorded responses (imported once per process)."""
-    cache = ResponseCache(cache_path(profile))
+def profile_cache(profile: Profile, root: Path | None = None) -> ResponseCache:
+    """The profile's response cache, holding the profile's recorded responses (imported once per cache)."""
+    cache = ResponseCache(cache_path(profile, root))
     recorded = recorded_responses_path(profile)
     if recorded is not None and recorded.exists() and (recorded, cache.path) not in _imported_recordings:
         cache.import_responses(recorded)
