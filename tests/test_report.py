@@ -91,3 +91,15 @@ def test_report_rejects_unknown_profile(tmp_path: Path) -> None:
 
     with pytest.raises(ProfileError, match="no profile 'nope'"):
         report.build_report("nope", output_root=tmp_path)
+
+
+def test_a_preregistered_profile_reports_its_design_and_registered_analysis_first() -> None:
+    """The registered design (primary arm, test, success rule, stopping rule, amendments) and the
+    registered analysis of what has run open the report; a profile without one has no such section."""
+    from supersede_lib.studies.report import build_report
+
+    text = build_report("cpu_proof_prereg")
+    section = text[text.index("## Pre-registered design") : text.index("## The instrument")]
+    assert "arm `verdict`" in section and "**Success:**" in section and "**Amendment** 1" in section
+    assert "primary arm `verdict`:" in section and "### Test set" in section
+    assert "## Pre-registered design" not in build_report("offline")

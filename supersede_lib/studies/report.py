@@ -232,6 +232,33 @@ def instrument_section(output_root: Path) -> str:
     return "\n".join(lines)
 
 
+def preregistered_section(profile: profiles.Profile, root: Path) -> str:
+    """What a pre-registered profile decided before its runs (and any amendment), then the registered
+    analysis of what has run (`preregistered/results.md`, written by `preregistered --report`)."""
+    registration = profile.preregistration
+    lines = [
+        "## Pre-registered design and what has run",
+        "",
+        f"Committed before {registration.committed_before}; the design and its reasons: "
+        "`docs/preregistration.md`. Anything not named here is exploratory.",
+        "",
+        f"- **Primary:** arm `{registration.primary_arm}`; {registration.primary_metric}.",
+        f"- **Test:** {registration.primary_test}.",
+        f"- **Success:** {registration.success}.",
+        f"- **Stopping rule:** {registration.stopping_rule}.",
+        f"- **Order of runs:** {registration.order}.",
+        *(f"- **Amendment** {text}" for text in registration.amendments),
+        "",
+    ]
+    results = root / "preregistered" / "results.md"
+    if results.exists():
+        body = results.read_text(encoding="utf-8").split("\n", 1)[1]  # its own title dropped
+        lines += [body.strip().replace("\n## ", "\n### "), ""]
+    else:
+        lines += ["Nothing has run yet (`python -m supersede_lib preregistered --profile ... --report`).", ""]
+    return "\n".join(lines)
+
+
 def build_report(profile_name: str, output_root: Path | None = None) -> str:
     """The REPORT.md text for a profile, from the files under outputs/<profile>/."""
     profile = profiles.load_profile(profile_name)
@@ -257,6 +284,8 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         "(`supersede_lib/studies/paper_results.py`); they sit in separate columns and are never mixed with ours.",
         "",
     ]
+    if profile.preregistration is not None:
+        lines.append(preregistered_section(profile, root))
     lines.append(instrument_section(Path(output_root or profiles.OUTPUT_ROOT)))
     for name, title in (*STUDY_SECTIONS, *((name, name) for name in extra)):
         lines.append(study_section(root / name, title, root))
