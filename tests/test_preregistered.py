@@ -264,3 +264,23 @@ def test_regrading_adopts_what_the_matcher_says_now_and_keeps_the_live_measureme
     timed = [json.loads(line)["wall_s"] for line in (committed / "base.trajectories.jsonl").open()]
     assert [json.loads(line)["wall_s"] for line in (folder / "base.trajectories.jsonl").open()] == timed
     assert preregistered.verify_record(PROFILE, tmp_path / "scratch2") == []
+
+
+def test_trained_rows_are_not_reported_before_the_blind_labels_are_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Amendment 1: the registered analysis says trained rows are the record, not a result, until 150
+    answers of the registered arms are labelled blind; the controls alone need no such line."""
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    for set_name in ("test", "test-format-controlled", "test-full-context"):
+        _write_set(tmp_path, set_name, "base", [i < 50 for i in range(200)])
+    assert "not reported" not in prereg_analysis.write_results(PROFILE).read_text()
+    _write_set(tmp_path, "test", "format__seed-11__step-20", [i < 90 for i in range(200)])
+    monkeypatch.setattr(prereg_analysis, "labelled_trained_answers", lambda profile: 12)
+    assert (
+        "**Trained rows not reported yet:** 12 of the 150"
+        in prereg_analysis.write_results(PROFILE).read_text()
+    )
+    monkeypatch.setattr(prereg_analysis, "labelled_trained_answers", lambda profile: 160)
+    text = prereg_analysis.write_results(PROFILE).read_text()
+    assert "not reported" not in text and "160 answers of these arms labelled blind" in text

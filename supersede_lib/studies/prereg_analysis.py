@@ -212,6 +212,37 @@ def _empty_notes_advantage(frame: pd.DataFrame) -> float:
     return float(early.loc[early["notes_empty"], "advantage"].sum())
 
 
+BLIND_LABELS_BEFORE_REPORTING = 150  # amendment 1: trained answers of the registered arms, labelled blind
+
+
+def labelled_trained_answers(profile: Profile) -> int:
+    """How many labelled answers (supersede_lib/eval/labels/) are this profile's trained arms' answers."""
+    from supersede_lib.eval.agreement import LABELS_DIR, answer_population, read_labelled_answers
+
+    prefix = f"outputs/{profile.name}/"
+    rows = read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")
+    return sum(
+        1
+        for row in rows
+        if str(row.get("source", {}).get("file", "")).startswith(prefix)
+        and answer_population(row) == "trained adapter"
+    )
+
+
+def reporting_status(profile: Profile, table: pd.DataFrame) -> str:
+    """Whether the trained rows may be reported yet (amendment 1: the instrument checked on them first)."""
+    if "arm" not in table:
+        return ""
+    labelled = labelled_trained_answers(profile)
+    if labelled >= BLIND_LABELS_BEFORE_REPORTING:
+        return f"Instrument check: {labelled} answers of these arms labelled blind (see the labels README)."
+    return (
+        f"**Trained rows not reported yet:** {labelled} of the {BLIND_LABELS_BEFORE_REPORTING} blind labels "
+        "of these arms' answers that amendment 1 asks for before a trained number is reported are in; the "
+        "rows are the record, not a result."
+    )
+
+
 def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
     """The success rule applied to the primary arm's seeds judged so far."""
     registration = profile.require("preregistration")
@@ -250,6 +281,8 @@ def write_results(profile: Profile) -> Path:
         "",
         primary_verdict(profile, test),
     ]
+    status = reporting_status(profile, test)
+    lines += ["", status] if status else []
     for name, table in tables.items():
         table.to_csv(folder / f"{name}.csv", index=False)
         body = markdown_table(table.round(4)) if not table.empty else "(not run yet)"
