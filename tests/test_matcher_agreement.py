@@ -45,9 +45,10 @@ def test_matcher_on_trained_adapters_answers(graded) -> None:
     """Answers of GRPO-trained adapters (issue 26): the policy optimised against the matcher. Credit
     (correct or not, what accuracy and the reward read) must agree as often as the base models'
     verdicts; the exact verdict is held to the floor measured on the blind held-out batches (94.4% on
-    each of the last two batches at their freeze; 95.7% over all 560 before the attribution rules), below
-    the issue's 98% target. Now 546/560 = 97.5% (credit 98.9%), but that is development agreement: the
-    rules were written looking at these labels (labels README, "Agreement on trained answers")."""
+    each of H2 and H3 at their freeze; 95.7% over the first 560 before the attribution rules), below the
+    issue's 98% target. Blind batch H4, graded once after those rules: 149/160 = 93.1% (credit 157/160).
+    Now 695/720 = 96.5% (credit 711/720 = 98.75%); all but H4 is development agreement: the rules were
+    written looking at those labels (labels README, "Agreement on trained answers")."""
     trained = graded[graded["population"] == "trained adapter"]
     assert len(trained) >= 150  # the issue asks for at least 150 labelled trained answers
     assert credit_agreement(trained) >= MIN_AGREEMENT, f"{credit_agreement(trained):.1%}"
