@@ -236,7 +236,7 @@ def test_the_report_writes_every_table_and_says_what_has_not_run(
     text = report.read_text()
     assert "0 of 3 seeds judged" in text and text.count("(not run yet)") == 3  # hard, real records, trend
     assert {path.name for path in report.parent.glob("*.csv")} == {
-        "results.csv", "hard.csv", "real_records.csv", "trend.csv"
+        "results.csv", "hard.csv", "real_records.csv", "instrument.csv", "trend.csv"
     }  # fmt: skip
 
 
@@ -284,3 +284,43 @@ def test_trained_rows_are_not_reported_before_the_blind_labels_are_in(
     monkeypatch.setattr(prereg_analysis, "labelled_trained_answers", lambda profile: 160)
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "not reported" not in text and "160 answers of these arms labelled blind" in text
+
+
+def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: trained numbers are results only when the matcher's credit agrees with the blind labels
+    on >= 98% of the arms' labelled answers; the sensitivity row grades labelled answers by their label."""
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    for set_name in ("test", "test-format-controlled", "test-full-context"):
+        _write_set(tmp_path, set_name, "base", [i < 50 for i in range(200)])
+    folder = preregistered.set_folder(PROFILE, _sets()["test"])
+    trained = pd.DataFrame(
+        {
+            "episode_id": [f"e{i}" for i in range(200)],
+            "verdict": ["correct" if i < 120 else "wrong" for i in range(200)],
+            "question": [f"q{i}" for i in range(200)],
+            "gold": ["Denver"] * 200,
+            "answer": [f"violin teacher: Denver {i}" for i in range(200)],
+        }
+    )
+    trained.to_csv(folder / "verdict__seed-11__step-20.csv", index=False)
+    # 160 labelled: the first 100 of the matcher's 120 correct are labelled wrong by a person
+    labels = {
+        (f"q{i}", "Denver", f"violin teacher: Denver {i}"): "wrong" if i < 100 else "correct"
+        for i in range(160)
+    }
+    labels.update({(f"q{i}", "Denver", f"violin teacher: Denver {i}"): "wrong" for i in range(120, 160)})
+    monkeypatch.setattr(prereg_analysis, "human_labels", lambda: labels)
+    monkeypatch.setattr(prereg_analysis, "labelled_trained_answers", lambda profile: 160)
+    row = prereg_analysis.instrument_table(PROFILE).set_index("model").loc["verdict__seed-11__step-20"]
+    assert row["labelled"] == 160 and row["correct (matcher)"] == 120
+    assert row["correct (labels where labelled)"] == 20  # 20 labelled correct, 40 unlabelled wrong
+    assert row["credit agrees"] == pytest.approx(60 / 160)
+    assert row["by labels vs format-controlled: diff"] == pytest.approx((20 - 50) / 200)
+    text = prereg_analysis.write_results(PROFILE).read_text()
+    assert "**Trained rows not reported as results:**" in text and "credit agrees 37.5%" in text
+    agreeing = {key: ("correct" if int(key[0][1:]) < 120 else "wrong") for key in labels}
+    monkeypatch.setattr(prereg_analysis, "human_labels", lambda: agreeing)
+    text = prereg_analysis.write_results(PROFILE).read_text()
+    assert "not reported" not in text and "credit agrees 100.0%" in text
