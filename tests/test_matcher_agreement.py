@@ -47,8 +47,10 @@ def test_matcher_on_trained_adapters_answers(graded) -> None:
     verdicts; the exact verdict is held to the floor measured on the blind held-out batches (94.4% on
     each of H2 and H3 at their freeze; 95.7% over the first 560 before the attribution rules), below the
     issue's 98% target. Blind batch H4, graded once after those rules: 149/160 = 93.1% (credit 157/160).
-    Now 695/720 = 96.5% (credit 711/720 = 98.75%); all but H4 is development agreement: the rules were
-    written looking at those labels (labels README, "Agreement on trained answers")."""
+    Then 695/720 = 96.5% (credit 711/720 = 98.75%); all but H4 is development agreement: the rules were
+    written looking at those labels (labels README, "Agreement on trained answers"). Batch R1, every test
+    answer of the registered run verdict s11, graded once: 193/198 (credit 194/198); now 888/918 = 96.7%
+    (credit 905/918 = 98.6%)."""
     trained = graded[graded["population"] == "trained adapter"]
     assert len(trained) >= 150  # the issue asks for at least 150 labelled trained answers
     assert credit_agreement(trained) >= MIN_AGREEMENT, f"{credit_agreement(trained):.1%}"
