@@ -311,16 +311,20 @@ def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_
         for i in range(160)
     }
     labels.update({(f"q{i}", "Denver", f"violin teacher: Denver {i}"): "wrong" for i in range(120, 160)})
-    monkeypatch.setattr(prereg_analysis, "human_labels", lambda: labels)
+    strict = {key: "wrong" for key in labels}  # a literal reading that credits nothing labelled
+    monkeypatch.setattr(
+        prereg_analysis, "human_labels", lambda strict_reading=False: strict if strict_reading else labels
+    )
     monkeypatch.setattr(prereg_analysis, "labelled_trained_answers", lambda profile: 160)
     row = prereg_analysis.instrument_table(PROFILE).set_index("model").loc["verdict__seed-11__step-20"]
     assert row["labelled"] == 160 and row["correct (matcher)"] == 120
     assert row["correct (labels where labelled)"] == 20  # 20 labelled correct, 40 unlabelled wrong
     assert row["credit agrees"] == pytest.approx(60 / 160)
     assert row["by labels vs format-controlled: diff"] == pytest.approx((20 - 50) / 200)
+    assert row["correct (strict labels)"] == 0  # every row labelled wrong or unlabelled and wrong
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "**Trained rows not reported as results:**" in text and "credit agrees 37.5%" in text
     agreeing = {key: ("correct" if int(key[0][1:]) < 120 else "wrong") for key in labels}
-    monkeypatch.setattr(prereg_analysis, "human_labels", lambda: agreeing)
+    monkeypatch.setattr(prereg_analysis, "human_labels", lambda strict_reading=False: agreeing)
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "not reported" not in text and "credit agrees 100.0%" in text

@@ -235,11 +235,14 @@ def _labelled_rows() -> list[dict]:
     return read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")
 
 
-def human_labels() -> dict[tuple[str, str, str], str]:
+def human_labels(strict_reading: bool = False) -> dict[tuple[str, str, str], str]:
     """The blind human label of each labelled answer, keyed by (question, first gold form, answer):
-    the columns a per-model CSV holds (`question`, `gold`, `answer`)."""
+    the columns a per-model CSV holds (`question`, `gold`, `answer`). `strict_reading`: the label under the
+    literal reading a labeller gave where the batch took another (`strict_label`, batch R1)."""
     return {
-        (row["question"], row["gold_answers"][0], row["answer"]): row["label"]
+        (row["question"], row["gold_answers"][0], row["answer"]): row.get("strict_label", row["label"])
+        if strict_reading
+        else row["label"]
         for row in _labelled_rows()
         if row.get("gold_answers")
     }
@@ -257,8 +260,9 @@ def instrument_table(profile: Profile) -> pd.DataFrame:
     """Per model on the test set: how many answers carry a blind human label, how the matcher agrees
     on them (exact verdict and credit), and the sensitivity row registered before the first trained
     labels were read: accuracy with each labelled answer graded by its label (unlabelled ones by the
-    matcher), against the format-controlled base by the same exact McNemar test."""
-    labels = human_labels()
+    matcher), against the format-controlled base by the same exact McNemar test; and the same under the
+    strict labels (a labeller's literal reading where the batch took another)."""
+    labels, strict_labels = human_labels(), human_labels(strict_reading=True)
     formatted = _set_rows(profile, *CONTROLS["format-controlled base"])
     models = [(name, *where) for name, where in CONTROLS.items()]
     models += [
@@ -274,6 +278,7 @@ def instrument_table(profile: Profile) -> pd.DataFrame:
         matcher_credit = _correct(judged)
         human_credit = human.eq("correct")
         by_labels = human_credit.where(labelled, matcher_credit)
+        by_strict = _label_of_rows(judged, strict_labels).eq("correct").where(labelled, matcher_credit)
         row = {
             "model": name,
             "n": len(judged),
@@ -286,10 +291,12 @@ def instrument_table(profile: Profile) -> pd.DataFrame:
             else None,
             "correct (matcher)": int(matcher_credit.sum()),
             "correct (labels where labelled)": int(by_labels.sum()),
+            "correct (strict labels)": int(by_strict.sum()),
         }
         if "__seed-" in name and formatted is not None and labelled.any():
-            p_value, diff, low, high = _against(by_labels, _correct(formatted))
-            row.update({"by labels vs format-controlled: diff": diff, "p (exact McNemar)": p_value})
+            for reading, credit in (("labels", by_labels), ("strict labels", by_strict)):
+                p_value, diff, _, _ = _against(credit, _correct(formatted))
+                row.update({f"by {reading} vs format-controlled: diff": diff, f"by {reading}: p": p_value})
         rows.append(row)
     return pd.DataFrame(rows)
 
