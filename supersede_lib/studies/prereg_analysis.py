@@ -329,7 +329,14 @@ def reporting_status(profile: Profile, table: pd.DataFrame, instrument: pd.DataF
             "instrument must hold on trained answers; the rows are the record, and the instrument table "
             "shows them graded by the labels."
         )
-    return f"Instrument check: {measured} (see the labels README)."
+    disputed = trained[trained["correct (strict labels)"] != trained["correct (labels where labelled)"]]
+    caveat = "".join(
+        f" **{row['model']} rests on a disputed labelling convention:** "
+        f"{row['correct (labels where labelled)']} correct by the labels, {row['correct (strict labels)']} "
+        "under a labeller's strict reading (instrument table; labels README)."
+        for _, row in disputed.iterrows()
+    )
+    return f"Instrument check: {measured} (see the labels README).{caveat}"
 
 
 def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
