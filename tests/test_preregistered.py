@@ -331,3 +331,24 @@ def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "not reported" not in text and "credit agrees 100.0%" in text
     assert "rests on a disputed labelling convention:** 120 correct by the labels, 0 under" in text
+
+
+def test_a_checkpoint_judged_before_the_base_and_a_real_record_manifest_are_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hard set lists a checkpoint's count when the base has not been judged there yet (no
+    comparison); a real-record piece, whose rows are never committed, is counted from its manifest."""
+    import json
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    _write_rows("hard", "verdict__seed-11__step-20", [i < 23 for i in range(100)])
+    hard = prereg_analysis.hard_table(PROFILE)
+    assert list(hard["model"]) == ["verdict__seed-11__step-20"] and hard.loc[0, "correct"] == 23
+    assert "vs base: p" not in hard
+    evaluation = next(item for item in PROFILE.require("transfer").evaluations if item.real_records)
+    folder = preregistered.set_folder(PROFILE, evaluation)
+    folder.mkdir(parents=True)
+    manifest = {"totals": {"questions": 2, "calls": 6, "cut_calls": 3}, "accuracy": {"matcher": 0.5}}
+    (folder / "verdict__seed-11__step-20.manifest.json").write_text(json.dumps(manifest))
+    row = prereg_analysis.real_records_table(PROFILE).set_index("model").loc["verdict__seed-11__step-20"]
+    assert (row["n"], row["correct"], row["cut rate"]) == (2, 1, 0.5)

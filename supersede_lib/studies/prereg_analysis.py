@@ -9,6 +9,7 @@ training trend with each step's episode counted once. Pieces not run yet are sim
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -148,12 +149,13 @@ def hard_table(profile: Profile) -> pd.DataFrame:
     """The hard set (transfer): every judged model with its Wilson interval and cut rate, and each
     checkpoint against the base, paired by episode (bootstrap interval, exact McNemar, Holm)."""
     base = _set_rows(profile, HARD_SET, BASE)
-    if base is None:
-        return pd.DataFrame()
     checkpoint_rows = []
     for arm, seed in registered_order(profile):
         judged = _set_rows(profile, HARD_SET, final_label(arm, seed))
         if judged is None:
+            continue
+        if base is None:  # the base not judged yet: the checkpoint's count alone, no comparison
+            checkpoint_rows.append({**_count_row(final_label(arm, seed), judged), "arm": arm})
             continue
         p_base, diff, low, high = _against(_correct(judged), _correct(base))
         checkpoint_rows.append(
@@ -166,6 +168,8 @@ def hard_table(profile: Profile) -> pd.DataFrame:
                 "vs base: p": p_base,
             }
         )
+    if base is None:
+        return pd.DataFrame(checkpoint_rows)
     _holm(checkpoint_rows, "vs base: p")
     return pd.DataFrame([_count_row(BASE, base), *checkpoint_rows])
 
@@ -178,7 +182,34 @@ def real_records_table(profile: Profile) -> pd.DataFrame:
         judged = _set_rows(profile, REAL_RECORDS_SET, label)
         if judged is not None:
             rows.append(_count_row(label, judged))
+        elif (counts := _manifest_counts(profile, REAL_RECORDS_SET, label)) is not None:
+            rows.append(counts)
     return pd.DataFrame(rows)
+
+
+def _manifest_counts(profile: Profile, set_name: str, label: str) -> dict | None:
+    """A model's counts from its manifest alone: real-record rows quote LongMemEval and are never
+    committed, so a fresh clone has only the manifest (questions, matcher accuracy, cut calls)."""
+    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
+    if set_name not in evaluations:
+        return None
+    path = set_folder(profile, evaluations[set_name]) / f"{label}.manifest.json"
+    if not path.exists():
+        return None
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    n = int(manifest["totals"]["questions"])
+    correct = round(float(manifest["accuracy"]["matcher"] or 0.0) * n)
+    low, high = wilson_interval(correct, n)
+    calls = manifest["totals"]["calls"]
+    return {
+        "model": label,
+        "n": n,
+        "correct": correct,
+        "accuracy": correct / n if n else float("nan"),
+        "95% CI low": low,
+        "95% CI high": high,
+        "cut rate": manifest["totals"]["cut_calls"] / calls if calls else float("nan"),
+    }
 
 
 def trend_table(profile: Profile) -> pd.DataFrame:
