@@ -234,9 +234,9 @@ def test_the_report_writes_every_table_and_says_what_has_not_run(
     _write_rows("test", "base", [i < 60 for i in range(200)])
     report = prereg_analysis.write_results(PROFILE)
     text = report.read_text()
-    assert "0 of 3 seeds judged" in text and text.count("(not run yet)") == 3  # hard, real records, trend
+    assert "0 of 3 seeds judged" in text and text.count("(not run yet)") == 4  # hard, real records, notes, trend
     assert {path.name for path in report.parent.glob("*.csv")} == {
-        "results.csv", "hard.csv", "real_records.csv", "instrument.csv", "trend.csv"
+        "results.csv", "hard.csv", "real_records.csv", "instrument.csv", "notes.csv", "trend.csv"
     }  # fmt: skip
 
 
@@ -352,3 +352,28 @@ def test_a_checkpoint_judged_before_the_base_and_a_real_record_manifest_are_repo
     (folder / "verdict__seed-11__step-20.manifest.json").write_text(json.dumps(manifest))
     row = prereg_analysis.real_records_table(PROFILE).set_index("model").loc["verdict__seed-11__step-20"]
     assert (row["n"], row["correct"], row["cut rate"]) == (2, 1, 0.5)
+
+
+def test_the_notes_table_separates_what_the_notes_held_from_what_was_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose notes keep the current value but whose answers miss it shows it: held 2 of 3, current
+    only 1, correct where current only 0."""
+    import json
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    folder = preregistered.set_folder(PROFILE, _sets()["test"])
+    folder.mkdir(parents=True)
+    rows = [
+        {"holds_current": [False, True], "holds_stale": [True, False], "verdict": "wrong"},
+        {"holds_current": [True, True], "holds_stale": [True, True], "verdict": "correct"},
+        {"holds_current": [True, False], "holds_stale": None, "verdict": "wrong"},
+    ]
+    text = "\n".join(json.dumps(row) for row in rows) + "\n"
+    (folder / "format__seed-11__step-20.trajectories.jsonl").write_text(text)
+    row = prereg_analysis.notes_table(PROFILE).set_index("model").loc["format__seed-11__step-20"]
+    assert row["final notes hold the current value"] == 2 and row["hold a stale value"] == 1
+    assert (
+        row["hold the current value only"] == 1
+        and row["correct where the notes hold the current value only"] == 0
+    )

@@ -332,6 +332,49 @@ def instrument_table(profile: Profile) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def notes_table(profile: Profile) -> pd.DataFrame:
+    """Exploratory (added after `format` s11 was read, not registered): what each model's final notes
+    held on the test set, apart from what it answered. A policy can keep the current value and still
+    answer with something else (the `format` arm answered with its notes key); this separates memory
+    from answering."""
+    models = [(name, *where) for name, where in CONTROLS.items()]
+    models += [
+        (final_label(arm, seed), "test", final_label(arm, seed)) for arm, seed in registered_order(profile)
+    ]
+    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
+    rows = []
+    for name, set_name, label in models:
+        if set_name not in evaluations:
+            continue
+        path = set_folder(profile, evaluations[set_name]) / f"{label}.trajectories.jsonl"
+        if not path.exists():
+            continue
+        frame = pd.read_json(path, lines=True)
+        if frame["holds_current"].isna().all():  # full context: no notes
+            continue
+        current = frame["holds_current"].map(_last_true)
+        stale = frame["holds_stale"].map(_last_true)
+        current_only = current & ~stale
+        correct = frame["verdict"].eq("correct")
+        rows.append(
+            {
+                "model": name,
+                "n": len(frame),
+                "final notes hold the current value": int(current.sum()),
+                "hold a stale value": int(stale.sum()),
+                "hold the current value only": int(current_only.sum()),
+                "correct (matcher)": int(correct.sum()),
+                "correct where the notes hold the current value only": int((correct & current_only).sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _last_true(holdings: object) -> bool:
+    """Whether the last entry of a per-session holdings list is true (None or empty: false)."""
+    return bool(isinstance(holdings, list) and holdings and holdings[-1])
+
+
 def reporting_status(profile: Profile, table: pd.DataFrame, instrument: pd.DataFrame | None = None) -> str:
     """Whether the trained rows may be reported yet: amendment 1 asks for 150 blind labels of these
     arms' answers; issue 26 for the matcher's credit to agree with them on at least 98%."""
@@ -392,6 +435,7 @@ _SECTIONS = {
     "hard": "Hard set (transfer; Wilson intervals; the diff is paired by episode against the base)",
     "real_records": "Real LongMemEval records (sanity row: n is tiny and decides nothing)",
     "instrument": "Instrument: the matcher against blind human labels on the test set (sensitivity row)",
+    "notes": "What the final notes held on the test set (exploratory: added after `format` s11 was read)",
     "trend": "Training trend (each step's episode one cluster: one-sided Kendall tau over the steps)",
 }
 
@@ -401,6 +445,7 @@ def write_results(profile: Profile) -> Path:
     test = results_table(profile)
     tables = {"results": test, "hard": hard_table(profile), "real_records": real_records_table(profile)}
     tables["instrument"] = instrument_table(profile)
+    tables["notes"] = notes_table(profile)
     tables["trend"] = trend_table(profile)
     folder = profiles.output_dir(profile, "preregistered")
     lines = [
