@@ -56,13 +56,29 @@ def final_label(arm: str, seed: int) -> str:
     return f"{arm}__seed-{seed}__step-{FINAL_STEP}"
 
 
-def _set_rows(profile: Profile, set_name: str, label: str) -> pd.DataFrame | None:
-    """One model's rows on one set, indexed by episode (None when it has not run)."""
+def _piece(profile: Profile, set_name: str, label: str, suffix: str) -> Path | None:
+    """One model's file on one set (`.csv`, `.trajectories.jsonl`, `.manifest.json`); None when the
+    profile has no such set or the model has not run there."""
     evaluations = {item.name: item for item in profile.require("transfer").evaluations}
     if set_name not in evaluations:
         return None
-    path = set_folder(profile, evaluations[set_name]) / f"{label}.csv"
-    return pd.read_csv(path).set_index("episode_id") if path.exists() else None
+    path = set_folder(profile, evaluations[set_name]) / f"{label}{suffix}"
+    return path if path.exists() else None
+
+
+def _set_rows(profile: Profile, set_name: str, label: str) -> pd.DataFrame | None:
+    """One model's rows on one set, indexed by episode (None when it has not run)."""
+    path = _piece(profile, set_name, label, ".csv")
+    return None if path is None else pd.read_csv(path).set_index("episode_id")
+
+
+def _test_set_models(profile: Profile) -> list[tuple[str, str, str]]:
+    """(name, set, label) of every model judged on the test set or a variant of it: the controls,
+    then each registered run's final checkpoint."""
+    models = [(name, *where) for name, where in CONTROLS.items()]
+    return models + [
+        (final_label(arm, seed), "test", final_label(arm, seed)) for arm, seed in registered_order(profile)
+    ]
 
 
 def _correct(rows: pd.DataFrame) -> pd.Series:
@@ -96,15 +112,20 @@ def _holm(rows: list[dict], column: str) -> None:
 
 def _count_row(model: str, rows: pd.DataFrame) -> dict:
     correct = _correct(rows)
-    low, high = wilson_interval(int(correct.sum()), len(correct))
+    return _counts(model, int(correct.sum()), len(correct), _cut_rate(rows))
+
+
+def _counts(model: str, correct: int, n: int, cut_rate: float) -> dict:
+    """A model's row of counts: correct of n with its Wilson interval, and the cut rate."""
+    low, high = wilson_interval(correct, n)
     return {
         "model": model,
-        "n": len(correct),
-        "correct": int(correct.sum()),
-        "accuracy": correct.mean(),
+        "n": n,
+        "correct": correct,
+        "accuracy": correct / n if n else float("nan"),
         "95% CI low": low,
         "95% CI high": high,
-        "cut rate": _cut_rate(rows),
+        "cut rate": cut_rate,
     }
 
 
@@ -154,20 +175,18 @@ def hard_table(profile: Profile) -> pd.DataFrame:
         judged = _set_rows(profile, HARD_SET, final_label(arm, seed))
         if judged is None:
             continue
-        if base is None:  # the base not judged yet: the checkpoint's count alone, no comparison
-            checkpoint_rows.append({**_count_row(final_label(arm, seed), judged), "arm": arm})
-            continue
-        p_base, diff, low, high = _against(_correct(judged), _correct(base))
-        checkpoint_rows.append(
-            {
-                **_count_row(final_label(arm, seed), judged),
-                "arm": arm,
-                "vs base: diff": diff,
-                "diff 95% CI low": low,
-                "diff 95% CI high": high,
-                "vs base: p": p_base,
-            }
-        )
+        row = {**_count_row(final_label(arm, seed), judged), "arm": arm}
+        if base is not None:  # before the base is judged: the checkpoint's count alone, no comparison
+            p_base, diff, low, high = _against(_correct(judged), _correct(base))
+            row.update(
+                {
+                    "vs base: diff": diff,
+                    "diff 95% CI low": low,
+                    "diff 95% CI high": high,
+                    "vs base: p": p_base,
+                }
+            )
+        checkpoint_rows.append(row)
     if base is None:
         return pd.DataFrame(checkpoint_rows)
     _holm(checkpoint_rows, "vs base: p")
@@ -190,26 +209,16 @@ def real_records_table(profile: Profile) -> pd.DataFrame:
 def _manifest_counts(profile: Profile, set_name: str, label: str) -> dict | None:
     """A model's counts from its manifest alone: real-record rows quote LongMemEval and are never
     committed, so a fresh clone has only the manifest (questions, matcher accuracy, cut calls)."""
-    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
-    if set_name not in evaluations:
-        return None
-    path = set_folder(profile, evaluations[set_name]) / f"{label}.manifest.json"
-    if not path.exists():
+    path = _piece(profile, set_name, label, ".manifest.json")
+    if path is None:
         return None
     manifest = json.loads(path.read_text(encoding="utf-8"))
-    n = int(manifest["totals"]["questions"])
+    totals = manifest["totals"]
+    n = int(totals["questions"])
     correct = round(float(manifest["accuracy"]["matcher"] or 0.0) * n)
-    low, high = wilson_interval(correct, n)
-    calls = manifest["totals"]["calls"]
-    return {
-        "model": label,
-        "n": n,
-        "correct": correct,
-        "accuracy": correct / n if n else float("nan"),
-        "95% CI low": low,
-        "95% CI high": high,
-        "cut rate": manifest["totals"]["cut_calls"] / calls if calls else float("nan"),
-    }
+    return _counts(
+        label, correct, n, totals["cut_calls"] / totals["calls"] if totals["calls"] else float("nan")
+    )
 
 
 def trend_table(profile: Profile) -> pd.DataFrame:
@@ -295,12 +304,8 @@ def instrument_table(profile: Profile) -> pd.DataFrame:
     strict labels (a labeller's literal reading where the batch took another)."""
     labels, strict_labels = human_labels(), human_labels(strict_reading=True)
     formatted = _set_rows(profile, *CONTROLS["format-controlled base"])
-    models = [(name, *where) for name, where in CONTROLS.items()]
-    models += [
-        (final_label(arm, seed), "test", final_label(arm, seed)) for arm, seed in registered_order(profile)
-    ]
     rows = []
-    for name, set_name, label in models:
+    for name, set_name, label in _test_set_models(profile):
         judged = _set_rows(profile, set_name, label)
         if judged is None:
             continue
@@ -337,17 +342,10 @@ def notes_table(profile: Profile) -> pd.DataFrame:
     held on the test set, apart from what it answered. A policy can keep the current value and still
     answer with something else (the `format` arm answered with its notes key); this separates memory
     from answering."""
-    models = [(name, *where) for name, where in CONTROLS.items()]
-    models += [
-        (final_label(arm, seed), "test", final_label(arm, seed)) for arm, seed in registered_order(profile)
-    ]
-    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
     rows = []
-    for name, set_name, label in models:
-        if set_name not in evaluations:
-            continue
-        path = set_folder(profile, evaluations[set_name]) / f"{label}.trajectories.jsonl"
-        if not path.exists():
+    for name, set_name, label in _test_set_models(profile):
+        path = _piece(profile, set_name, label, ".trajectories.jsonl")
+        if path is None:
             continue
         frame = pd.read_json(path, lines=True)
         if frame["holds_current"].isna().all():  # full context: no notes
