@@ -162,6 +162,23 @@ def test_concurrency_is_bounded_and_sessions_stay_sequential() -> None:
     assert (frame["verdict"] == "correct").all()
 
 
+def test_longest_chains_start_first_when_several_run_at_once() -> None:
+    sessions = [2, 4, 3, 4, 1]
+    episodes = [make_episode(f"ep-{index}", n_sessions=n) for index, n in enumerate(sessions)]
+    model = CityModel(delay_s=0.01)
+    frame = run_condition(episodes, "bounded_memory", model, RunSettings(concurrency=2), progress=False).frame
+    first_two = [EPISODE_TAG.search(call["messages"][-1]["content"]).group(1) for call in model.calls[:2]]
+    assert first_two == ["ep-1", "ep-3"]  # the two longest chains, ties in the given order
+    assert list(frame["episode_id"]) == [episode.episode_id for episode in episodes]  # rows keep it
+
+
+def test_start_order_keeps_the_given_order_at_concurrency_one_and_weighs_history_for_one_call() -> None:
+    short, long_ = make_episode("short", n_sessions=2), make_episode("long-history", n_sessions=5)
+    assert runner.start_order([short, long_], "bounded_memory", 1) == [0, 1]
+    assert runner.start_order([short, long_], "bounded_memory", 4) == [1, 0]
+    assert runner.start_order([short, long_], "full_context", 4) == [1, 0]  # one call, longer prompt
+
+
 def test_stale_agent_is_scored_stale_and_trajectory_shows_it(tmp_path) -> None:
     episode = make_episode("ep-stale", n_sessions=3)
     frame = run_condition(

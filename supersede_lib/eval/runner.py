@@ -576,8 +576,11 @@ async def arun_condition(
         bar.running(run_name),
     ):
         with limit.installed():  # the tasks below copy this context: their 429s reach `limit`
-            tasks = [asyncio.ensure_future(one(episode, bar)) for episode in episodes]
-        results = await _gather_or_cancel_all(tasks)
+            started_tasks = {
+                index: asyncio.ensure_future(one(episodes[index], bar))
+                for index in start_order(episodes, condition, limit.maximum)
+            }
+        results = await _gather_or_cancel_all([started_tasks[index] for index in range(len(episodes))])
     wall_s = time.perf_counter() - started
     finished = [result for result in results if result is not None]
     if gate.error is not None and not finished:
@@ -612,6 +615,27 @@ async def arun_condition(
     return RunResult(
         run_name=run_name, frame=frame, trajectories=trajectories, manifest=manifest, paths=paths
     )
+
+
+def start_order(episodes: Sequence[Episode], condition: str, concurrency: int) -> list[int]:
+    """The order in which questions are started: longest work first when several run at once.
+
+    A bounded-memory question is a strict chain of calls (one per session, then the answer), so the
+    run cannot end before its longest chain does. Started first, the longest chains also send first at
+    every step and their replies are handled first, instead of waiting behind the others' replies
+    (the classic longest-processing-time-first rule). Ties go to the longer history. At concurrency 1
+    the order is the given one: the total is the same, and a server's prompt cache then sees the
+    questions in the order they were always asked. Results keep the given order either way.
+    """
+    if concurrency <= 1:
+        return list(range(len(episodes)))
+
+    def work(index: int) -> tuple[int, int]:
+        sessions = episodes[index].sessions
+        chain = len(sessions) + 1 if condition == "bounded_memory" else 1
+        return chain, sum(session.char_count for session in sessions)
+
+    return sorted(range(len(episodes)), key=work, reverse=True)
 
 
 async def _server_slots(model: ChatModel, concurrency: int, label: str) -> int | None:

@@ -295,6 +295,9 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out as two writes; with Nagle on, the body waits for the client's
+    # delayed ACK of the headers (~40 ms on Linux), a stall no real server adds to every call
+    disable_nagle_algorithm = True
 
     @property
     def owner(self) -> LocalOpenAIServer:
