@@ -50,7 +50,8 @@ def test_matcher_on_trained_adapters_answers(graded) -> None:
     Then 695/720 = 96.5% (credit 711/720 = 98.75%); all but H4 is development agreement: the rules were
     written looking at those labels (labels README, "Agreement on trained answers"). Batch R1, every test
     answer of the registered run verdict s11, graded once: 193/198 (credit 194/198); R2, format s11's:
-    184/196 (credit 191/196, every miss a short form); now 1072/1114 = 96.2% (credit 1096/1114 = 98.4%)."""
+    184/196 (credit 191/196, every miss a short form); R3, notes-used s11's: 151/152 (credit 151/152); now
+    1223/1266 = 96.6% (credit 1247/1266 = 98.5%)."""
     trained = graded[graded["population"] == "trained adapter"]
     assert len(trained) >= 150  # the issue asks for at least 150 labelled trained answers
     assert credit_agreement(trained) >= MIN_AGREEMENT, f"{credit_agreement(trained):.1%}"
