@@ -26,7 +26,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -576,11 +576,8 @@ async def arun_condition(
         bar.running(run_name),
     ):
         with limit.installed():  # the tasks below copy this context: their 429s reach `limit`
-            started_tasks = {
-                index: asyncio.ensure_future(one(episodes[index], bar))
-                for index in start_order(episodes, condition, limit.maximum)
-            }
-        results = await _gather_or_cancel_all([started_tasks[index] for index in range(len(episodes))])
+            tasks = _start_in_order(episodes, condition, limit.maximum, lambda episode: one(episode, bar))
+        results = await _gather_or_cancel_all(tasks)
     wall_s = time.perf_counter() - started
     finished = [result for result in results if result is not None]
     if gate.error is not None and not finished:
@@ -636,6 +633,20 @@ def start_order(episodes: Sequence[Episode], condition: str, concurrency: int) -
         return chain, sum(session.char_count for session in sessions)
 
     return sorted(range(len(episodes)), key=work, reverse=True)
+
+
+def _start_in_order(
+    episodes: list[Episode],
+    condition: str,
+    concurrency: int,
+    question: Callable[[Episode], Coroutine[Any, Any, T]],
+) -> list[asyncio.Future[T]]:
+    """Start one task per question in `start_order`; the list keeps the given order."""
+    started = {
+        index: asyncio.ensure_future(question(episodes[index]))
+        for index in start_order(episodes, condition, concurrency)
+    }
+    return [started[index] for index in range(len(episodes))]
 
 
 async def _server_slots(model: ChatModel, concurrency: int, label: str) -> int | None:
