@@ -47,7 +47,7 @@ from supersede_lib.bench.train_prefix import train_prefix_bench, train_prefix_ta
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.provenance import git_state
 from supersede_lib.eval.run_files import package_versions
-from supersede_lib.eval.runner import RunSettings, run_condition
+from supersede_lib.eval.runner import RunSettings, calls_per_question, run_condition
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.cpu_features import cpu_flags, read_cpuinfo
 from supersede_lib.models.gguf import EmbeddedGGUFModel
@@ -64,11 +64,6 @@ SMALLEST_FIRST = (
 SPEEDUP_TARGET = 20.0
 BOUND_RATIO_TARGET = 1.3  # issue 24: all in flight within 1.3x of the chain-latency bound
 OVERHEAD_TARGET = 0.05
-
-
-def calls_per_question(episode: Episode) -> int:
-    """One notes rewrite per session plus the answer: the question's strictly sequential call chain."""
-    return len(episode.sessions) + 1
 
 
 def makespan_bound_s(chains: list[int], concurrency: int, latency_s: float) -> float:

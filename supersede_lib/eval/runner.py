@@ -628,11 +628,16 @@ def start_order(episodes: Sequence[Episode], condition: str, concurrency: int) -
         return list(range(len(episodes)))
 
     def work(index: int) -> tuple[int, int]:
-        sessions = episodes[index].sessions
-        chain = len(sessions) + 1 if condition == "bounded_memory" else 1
-        return chain, sum(session.char_count for session in sessions)
+        episode = episodes[index]
+        return calls_per_question(episode, condition), sum(session.char_count for session in episode.sessions)
 
     return sorted(range(len(episodes)), key=work, reverse=True)
+
+
+def calls_per_question(episode: Episode, condition: str = "bounded_memory") -> int:
+    """A question's strictly sequential call chain: one notes rewrite per session plus the answer
+    under bounded memory; one call with the whole history under full context."""
+    return len(episode.sessions) + 1 if condition == "bounded_memory" else 1
 
 
 def _start_in_order(
