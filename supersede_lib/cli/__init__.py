@@ -53,6 +53,10 @@ COMMANDS: dict[str, Command] = {
         "supersede_lib.studies.preregistered",
         "a pre-registered proof one piece per session: --baselines, --next, --report, --verify",
     ),
+    "label-batch": Command(
+        "supersede_lib.studies.label_batch",
+        "blind label packets of a judged model's new answers; merge the labels; grade them once",
+    ),
     "gpu-check": Command(
         "supersede_lib.train.gpu_check", "check the GPU training path on this machine's CUDA GPU (~3 min)"
     ),
