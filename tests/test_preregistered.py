@@ -202,6 +202,35 @@ def test_the_hard_set_pairs_each_checkpoint_with_the_base_and_reports_the_cut_ra
     assert (table["vs base: p (Holm)"].dropna() >= table["vs base: p"].dropna()).all()
 
 
+def test_the_hard_set_beside_its_blind_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batch RH: hard-set rows graded by their labels where labelled, each reading paired with the base's."""
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    _write_rows("hard", "base", [i < 10 for i in range(100)])
+    _write_rows("hard", "verdict__seed-11__step-20", [i < 30 for i in range(100)])
+    for label in ("base", "verdict__seed-11__step-20"):  # the columns the labels are keyed by
+        path = preregistered.set_folder(PROFILE, _sets()["hard"]) / f"{label}.csv"
+        frame = pd.read_csv(path).assign(question=[f"q{i}" for i in range(100)], gold="Denver")
+        frame.assign(answer=[f"{label} {i}" for i in range(100)]).to_csv(path, index=False)
+    # the checkpoint's first 20 rows labelled (10 correct, 10 a person reads as wrong); under the strict
+    # reading none of them is correct; the base's rows are unlabelled
+    labels = {
+        (f"q{i}", "Denver", f"verdict__seed-11__step-20 {i}"): "correct" if i < 10 else "wrong"
+        for i in range(20)
+    }
+    strict = {key: "wrong" for key in labels}
+    monkeypatch.setattr(
+        prereg_analysis, "human_labels", lambda strict_reading=False: strict if strict_reading else labels
+    )
+    table = prereg_analysis.hard_table(PROFILE).set_index("model")
+    row = table.loc["verdict__seed-11__step-20"]
+    assert (row["labelled"], row["credit agrees"]) == (20, 0.5)
+    assert (row["correct (labels where labelled)"], row["correct (strict labels)"]) == (20, 10)
+    assert row["by labels vs base: diff"] == pytest.approx(0.10)
+    assert row["by strict labels vs base: diff"] == pytest.approx(0.0)
+    assert row["vs base: diff"] == pytest.approx(0.20)  # the registered reading is unchanged
+    assert table.loc["base", "labelled"] == 0 and pd.isna(table.loc["base", "by labels vs base: diff"])
+
+
 def test_the_trend_counts_each_step_once_and_shows_a_notes_collapse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

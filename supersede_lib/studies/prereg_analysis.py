@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -168,13 +170,21 @@ def results_table(profile: Profile) -> pd.DataFrame:
 
 def hard_table(profile: Profile) -> pd.DataFrame:
     """The hard set (transfer): every judged model with its Wilson interval and cut rate, and each
-    checkpoint against the base, paired by episode (bootstrap interval, exact McNemar, Holm)."""
+    checkpoint against the base, paired by episode (bootstrap interval, exact McNemar, Holm). Beside
+    them, a sensitivity reading: the rows graded by their blind labels where labelled (batch RH)."""
     base = _set_rows(profile, HARD_SET, BASE)
+    readings = LabelReadings.load()
+    base_credit = (
+        dict(zip(("labels", "strict labels"), readings.read(base)[1:], strict=True))
+        if base is not None
+        else {}
+    )
     checkpoint_rows = []
     for arm, seed in registered_order(profile):
         judged = _set_rows(profile, HARD_SET, final_label(arm, seed))
         if judged is None:
             continue
+        counts, by_labels, by_strict = readings.read(judged)
         row = {**_count_row(final_label(arm, seed), judged), "arm": arm}
         if base is not None:  # before the base is judged: the checkpoint's count alone, no comparison
             p_base, diff, low, high = _against(_correct(judged), _correct(base))
@@ -186,11 +196,29 @@ def hard_table(profile: Profile) -> pd.DataFrame:
                     "vs base: p": p_base,
                 }
             )
+        row.update(_label_columns(counts, {"labels": by_labels, "strict labels": by_strict}, base_credit))
         checkpoint_rows.append(row)
     if base is None:
         return pd.DataFrame(checkpoint_rows)
     _holm(checkpoint_rows, "vs base: p")
-    return pd.DataFrame([_count_row(BASE, base), *checkpoint_rows])
+    base_row = {**_count_row(BASE, base), **_label_columns(readings.read(base)[0], {}, {})}
+    return pd.DataFrame([base_row, *checkpoint_rows])
+
+
+def _label_columns(
+    counts: dict[str, Any], credit_by: dict[str, pd.Series], base_credit_by: dict[str, pd.Series]
+) -> dict[str, Any]:
+    """A hard-set row's sensitivity columns: labelled rows, credit agreement, correct by the labels and
+    by the strict reading, and (for a checkpoint) the paired test of each reading against the base read
+    the same way."""
+    keys = ("labelled", "credit agrees", "correct (labels where labelled)", "correct (strict labels)")
+    columns = {key: counts[key] for key in keys}
+    if not base_credit_by or not counts["labelled"]:
+        return columns
+    for reading, credit in credit_by.items():
+        p_value, diff, _, _ = _against(credit, base_credit_by[reading])
+        columns |= {f"by {reading} vs base: diff": diff, f"by {reading} vs base: p": p_value}
+    return columns
 
 
 def real_records_table(profile: Profile) -> pd.DataFrame:
@@ -296,28 +324,29 @@ def _label_of_rows(rows: pd.DataFrame, labels: dict[tuple[str, str, str], str]) 
     return pd.Series([labels.get(key) for key in keys], index=rows.index, dtype=object)
 
 
-def instrument_table(profile: Profile) -> pd.DataFrame:
-    """Per model on the test set: how many answers carry a blind human label, how the matcher agrees
-    on them (exact verdict and credit), and the sensitivity row registered before the first trained
-    labels were read: accuracy with each labelled answer graded by its label (unlabelled ones by the
-    matcher), against the format-controlled base by the same exact McNemar test; and the same under the
-    strict labels (a labeller's literal reading where the batch took another)."""
-    labels, strict_labels = human_labels(), human_labels(strict_reading=True)
-    formatted = _set_rows(profile, *CONTROLS["format-controlled base"])
-    rows = []
-    for name, set_name, label in _test_set_models(profile):
-        judged = _set_rows(profile, set_name, label)
-        if judged is None:
-            continue
-        human = _label_of_rows(judged, labels)
+@dataclass(frozen=True)
+class LabelReadings:
+    """The blind human labels, read two ways (the batch's labels and the strict reading), for grading a
+    model's rows beside the matcher."""
+
+    labels: dict[tuple[str, str, str], str]
+    strict_labels: dict[tuple[str, str, str], str]
+
+    @classmethod
+    def load(cls) -> LabelReadings:
+        return cls(human_labels(), human_labels(strict_reading=True))
+
+    def read(self, judged: pd.DataFrame) -> tuple[dict[str, Any], pd.Series, pd.Series]:
+        """How many rows carry a label, how the matcher agrees on them (exact verdict and credit), the
+        correct counts by the matcher, by the labels and by the strict labels (unlabelled rows by the
+        matcher); and the per-row credit by the labels and by the strict labels."""
+        human = _label_of_rows(judged, self.labels)
         labelled = human.notna()
         matcher_credit = _correct(judged)
         human_credit = human.eq("correct")
         by_labels = human_credit.where(labelled, matcher_credit)
-        by_strict = _label_of_rows(judged, strict_labels).eq("correct").where(labelled, matcher_credit)
-        row = {
-            "model": name,
-            "n": len(judged),
+        by_strict = _label_of_rows(judged, self.strict_labels).eq("correct").where(labelled, matcher_credit)
+        counts = {
             "labelled": int(labelled.sum()),
             "verdict agrees": judged["verdict"][labelled].eq(human[labelled]).mean()
             if labelled.any()
@@ -329,7 +358,25 @@ def instrument_table(profile: Profile) -> pd.DataFrame:
             "correct (labels where labelled)": int(by_labels.sum()),
             "correct (strict labels)": int(by_strict.sum()),
         }
-        if "__seed-" in name and formatted is not None and labelled.any():
+        return counts, by_labels, by_strict
+
+
+def instrument_table(profile: Profile) -> pd.DataFrame:
+    """Per model on the test set: how many answers carry a blind human label, how the matcher agrees
+    on them (exact verdict and credit), and the sensitivity row registered before the first trained
+    labels were read: accuracy with each labelled answer graded by its label (unlabelled ones by the
+    matcher), against the format-controlled base by the same exact McNemar test; and the same under the
+    strict labels (a labeller's literal reading where the batch took another)."""
+    readings = LabelReadings.load()
+    formatted = _set_rows(profile, *CONTROLS["format-controlled base"])
+    rows = []
+    for name, set_name, label in _test_set_models(profile):
+        judged = _set_rows(profile, set_name, label)
+        if judged is None:
+            continue
+        counts, by_labels, by_strict = readings.read(judged)
+        row = {"model": name, "n": len(judged), **counts}
+        if "__seed-" in name and formatted is not None and counts["labelled"]:
             for reading, credit in (("labels", by_labels), ("strict labels", by_strict)):
                 p_value, diff, _, _ = _against(credit, _correct(formatted))
                 row.update({f"by {reading} vs format-controlled: diff": diff, f"by {reading}: p": p_value})
