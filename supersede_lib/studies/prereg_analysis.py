@@ -199,10 +199,24 @@ def hard_table(profile: Profile) -> pd.DataFrame:
         row.update(_label_columns(counts, {"labels": by_labels, "strict labels": by_strict}, base_credit))
         checkpoint_rows.append(row)
     if base is None:
-        return pd.DataFrame(checkpoint_rows)
+        return _labels_last(pd.DataFrame(checkpoint_rows))
     _holm(checkpoint_rows, "vs base: p")
     base_row = {**_count_row(BASE, base), **_label_columns(readings.read(base)[0], {}, {})}
-    return pd.DataFrame([base_row, *checkpoint_rows])
+    return _labels_last(pd.DataFrame([base_row, *checkpoint_rows]))
+
+
+def _labels_last(table: pd.DataFrame) -> pd.DataFrame:
+    """The registered columns first, the sensitivity reading by the labels after them."""
+    by_labels = [column for column in table if column in LABEL_COUNT_COLUMNS or column.startswith("by ")]
+    return table[[column for column in table if column not in by_labels] + by_labels]
+
+
+LABEL_COUNT_COLUMNS = (
+    "labelled",
+    "credit agrees",
+    "correct (labels where labelled)",
+    "correct (strict labels)",
+)
 
 
 def _label_columns(
@@ -211,8 +225,7 @@ def _label_columns(
     """A hard-set row's sensitivity columns: labelled rows, credit agreement, correct by the labels and
     by the strict reading, and (for a checkpoint) the paired test of each reading against the base read
     the same way."""
-    keys = ("labelled", "credit agrees", "correct (labels where labelled)", "correct (strict labels)")
-    columns = {key: counts[key] for key in keys}
+    columns = {key: counts[key] for key in LABEL_COUNT_COLUMNS}
     if not base_credit_by or not counts["labelled"]:
         return columns
     for reading, credit in credit_by.items():
@@ -477,7 +490,8 @@ def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
 
 _SECTIONS = {
     "results": "Test set (primary and secondary comparisons)",
-    "hard": "Hard set (transfer; Wilson intervals; the diff is paired by episode against the base)",
+    "hard": "Hard set (transfer; Wilson intervals; the diff is paired by episode against the base; after the "
+    "registered columns, the rows graded by their blind labels where labelled, batch RH)",
     "real_records": "Real LongMemEval records (sanity row: n is tiny and decides nothing)",
     "instrument": "Instrument: the matcher against blind human labels on the test set (sensitivity row)",
     "notes": "What the final notes held on the test set (exploratory: added after `format` s11 was read)",
