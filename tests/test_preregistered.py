@@ -407,3 +407,37 @@ def test_the_notes_table_separates_what_the_notes_held_from_what_was_answered(
         row["hold the current value only"] == 1
         and row["correct where the notes hold the current value only"] == 0
     )
+
+
+def test_the_final_checkpoint_is_judged_with_every_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training holds torch to one thread on CPU; the judging after it in the same process must not inherit
+    that (it left a core idle through `verdict` s12's test set)."""
+    import os
+
+    import torch
+
+    from supersede_lib.studies.training import TrainedRun
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    config = preregistered.planned_arms(PROFILE)[0].config
+
+    def trained(profile: object, arm: str, seed: int) -> TrainedRun:
+        torch.set_num_threads(1)  # what train.run does with cpu_threads=1
+        result = type("Result", (), {"final_step": 20})()
+        return TrainedRun("fixed", seed, config, result, arm=arm)
+
+    threads_when_judged: list[int] = []
+    monkeypatch.setattr(preregistered, "train_arm_seed", trained)
+    monkeypatch.setattr(TrainedRun, "checkpoints", property(lambda self: [(20, str(tmp_path / "adapter"))]))
+    monkeypatch.setattr(preregistered, "copy_run_files", lambda run, folder: None)
+    monkeypatch.setattr(
+        preregistered, "judge_models", lambda *a, **k: threads_when_judged.append(torch.get_num_threads())
+    )
+    before = torch.get_num_threads()
+    try:
+        preregistered.train_and_judge(PROFILE, "verdict", 11)
+    finally:
+        torch.set_num_threads(before)
+    assert threads_when_judged and set(threads_when_judged) == {os.cpu_count()}

@@ -14,6 +14,7 @@ its recorded replies, ready to commit; notebook 07 makes the tables once every p
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -74,11 +75,21 @@ def train_and_judge(profile: Profile, arm: str, seed: int) -> TrainedRun:
             f"{run.label}: no step-{FINAL_STEP} checkpoint (stopped at {run.result.final_step})"
         )
     copy_run_files(run, profiles.output_dir(profile, NOTEBOOK_TRAINING))  # metrics, rollouts, summary
+    _judge_with_every_core()
     label = final_label(arm, seed)
     for evaluation in _sets_naming(profile, label):
         print(f"{label} on {evaluation.name}")
         judge_models(profile, evaluation, run.config, [SetModel(label, Path(final))], settings_runs=[run])
     return run
+
+
+def _judge_with_every_core() -> None:
+    """Training on CPU holds torch to `cpu_threads` (1 in the CPU presets); the judging that follows in the
+    same process would inherit it and leave the other cores idle (`verdict` s12's test set, 2026-11-27)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        torch.set_num_threads(os.cpu_count() or 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
