@@ -174,11 +174,8 @@ def hard_table(profile: Profile) -> pd.DataFrame:
     them, a sensitivity reading: the rows graded by their blind labels where labelled (batch RH)."""
     base = _set_rows(profile, HARD_SET, BASE)
     readings = LabelReadings.load()
-    base_credit = (
-        dict(zip(("labels", "strict labels"), readings.read(base)[1:], strict=True))
-        if base is not None
-        else {}
-    )
+    base_read = readings.read(base) if base is not None else None
+    base_credit = dict(zip(("labels", "strict labels"), base_read[1:], strict=True)) if base_read else {}
     checkpoint_rows = []
     for arm, seed in registered_order(profile):
         judged = _set_rows(profile, HARD_SET, final_label(arm, seed))
@@ -201,7 +198,7 @@ def hard_table(profile: Profile) -> pd.DataFrame:
     if base is None:
         return _labels_last(pd.DataFrame(checkpoint_rows))
     _holm(checkpoint_rows, "vs base: p")
-    base_row = {**_count_row(BASE, base), **_label_columns(readings.read(base)[0], {}, {})}
+    base_row = {**_count_row(BASE, base), **_label_columns(base_read[0], {}, {})}
     return _labels_last(pd.DataFrame([base_row, *checkpoint_rows]))
 
 
