@@ -354,6 +354,7 @@ def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_
     assert row["correct (strict labels)"] == 0  # every row labelled wrong or unlabelled and wrong
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "**Trained rows not reported as results:**" in text and "credit agrees 37.5%" in text
+    assert "rests on a disputed labelling convention:** 20 correct by the labels, 0 under" in text
     agreeing = {key: ("correct" if int(key[0][1:]) < 120 else "wrong") for key in labels}
     monkeypatch.setattr(
         prereg_analysis, "human_labels", lambda strict_reading=False: strict if strict_reading else agreeing

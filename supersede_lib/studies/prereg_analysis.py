@@ -452,20 +452,26 @@ def reporting_status(profile: Profile, table: pd.DataFrame, instrument: pd.DataF
         f"{labelled} answers of these arms labelled blind; on their {int(weights.sum())} test rows the "
         f"matcher's credit agrees {credit:.1%}, its exact verdict {verdict:.1%}"
     )
+    caveat = _disputed_conventions(trained)
     if credit < MIN_CREDIT_AGREEMENT:
         return (
             f"**Trained rows not reported as results:** {measured}, below the {MIN_CREDIT_AGREEMENT:.0%} the "
             "instrument must hold on trained answers; the rows are the record, and the instrument table "
-            "shows them graded by the labels."
+            f"shows them graded by the labels.{caveat}"
         )
+    return f"Instrument check: {measured} (see the labels README).{caveat}"
+
+
+def _disputed_conventions(trained: pd.DataFrame) -> str:
+    """One warning per trained model whose count by the labels differs under a labeller's strict
+    reading: its number rests on a labelling convention, whatever the matcher's agreement."""
     disputed = trained[trained["correct (strict labels)"] != trained["correct (labels where labelled)"]]
-    caveat = "".join(
+    return "".join(
         f" **{row['model']} rests on a disputed labelling convention:** "
         f"{row['correct (labels where labelled)']} correct by the labels, {row['correct (strict labels)']} "
         "under a labeller's strict reading (instrument table; labels README)."
         for _, row in disputed.iterrows()
     )
-    return f"Instrument check: {measured} (see the labels README).{caveat}"
 
 
 def primary_verdict(profile: Profile, table: pd.DataFrame) -> str:
