@@ -41,21 +41,47 @@ def test_matcher_agrees_with_the_human_labels(graded) -> None:
     assert result.share >= MIN_AGREEMENT, f"{result.share:.1%}\n{result.matrix.to_string()}"
 
 
-def test_matcher_on_trained_adapters_answers(graded) -> None:
-    """Answers of GRPO-trained adapters (issue 26): the policy optimised against the matcher. Credit
-    (correct or not, what accuracy and the reward read) must agree as often as the base models'
-    verdicts; the exact verdict is held to the floor measured on the blind held-out batches (94.4% on
-    each of H2 and H3 at their freeze; 95.7% over the first 560 before the attribution rules), below the
-    issue's 98% target. Blind batch H4, graded once after those rules: 149/160 = 93.1% (credit 157/160).
-    Then 695/720 = 96.5% (credit 711/720 = 98.75%); all but H4 is development agreement: the rules were
-    written looking at those labels (labels README, "Agreement on trained answers"). Batch R1, every test
-    answer of the registered run verdict s11, graded once: 193/198 (credit 194/198); R2, format s11's:
-    184/196 (credit 191/196, every miss a short form); R3, notes-used s11's: 151/152 (credit 151/152); now
-    1223/1266 = 96.6% (credit 1247/1266 = 98.5%)."""
+REGISTERED_PROFILE_OUTPUTS = "outputs/cpu_proof_prereg/"  # amendment 1: the matcher is frozen for these
+
+
+def _trained(graded: pd.DataFrame, *, registered: bool) -> pd.DataFrame:
+    """Trained-adapter answers of the pre-registered proof (`registered=True`) or of every other run."""
+    rows = read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")
+    in_profile = {
+        row["id"] for row in rows if str(row["source"].get("file", "")).startswith(REGISTERED_PROFILE_OUTPUTS)
+    }
     trained = graded[graded["population"] == "trained adapter"]
+    return trained[trained["id"].isin(in_profile) == registered]
+
+
+def test_matcher_on_trained_adapters_answers(graded) -> None:
+    """Answers of GRPO-trained adapters outside the pre-registered proof (issue 26): the policy optimised
+    against the matcher, and the answers on which its rules may be developed. Credit (correct or not, what
+    accuracy and the reward read) must agree as often as the base models' verdicts; the exact verdict is
+    held to the floor measured on the blind held-out batches (94.4% on each of H2 and H3 at their freeze;
+    95.7% over the first 560 before the attribution rules), below the issue's 98% target. Blind batch H4,
+    graded once after those rules: 149/160 = 93.1% (credit 157/160). Over D, H, H2, H3 and H4: 695/720 =
+    96.5% (credit 711/720 = 98.75%); all but H4 is development agreement (labels README, "Agreement on
+    trained answers")."""
+    trained = _trained(graded, registered=False)
     assert len(trained) >= 150  # the issue asks for at least 150 labelled trained answers
     assert credit_agreement(trained) >= MIN_AGREEMENT, f"{credit_agreement(trained):.1%}"
     assert agreement(trained).share >= MIN_TRAINED_VERDICT_AGREEMENT, f"{agreement(trained).share:.1%}"
+
+
+def test_matcher_on_the_registered_runs_answers_is_measured_not_tuned(graded) -> None:
+    """Every test and hard answer of the pre-registered proof's runs, labelled blind (batches R1-R6, RH,
+    RH2). Amendment 1 freezes the matcher for them (no rule developed on them; the later runs train on
+    its reward), so the issue's 98% is not something CI can demand here: the registered report withholds
+    trained rows as results while the pooled credit agreement is below 98% (prereg_analysis), and quotes
+    the labels. This test guards the frozen matcher against getting worse than the 95% floor of the blind
+    batches. At R6's freeze: verdict 1230/1283 = 95.9%, credit 1248/1283 = 97.3%."""
+    registered = _trained(graded, registered=True)
+    assert len(registered) >= 150  # amendment 1: at least 150 blind labels before a trained number
+    assert credit_agreement(registered) >= MIN_TRAINED_VERDICT_AGREEMENT, (
+        f"{credit_agreement(registered):.1%}"
+    )
+    assert agreement(registered).share >= MIN_TRAINED_VERDICT_AGREEMENT, f"{agreement(registered).share:.1%}"
 
 
 def test_every_disagreement_is_listed_and_every_listed_one_still_disagrees(graded) -> None:
