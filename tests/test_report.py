@@ -103,3 +103,18 @@ def test_a_preregistered_profile_reports_its_design_and_registered_analysis_firs
     assert "arm `verdict`" in section and "**Success:**" in section and "**Amendment** 1" in section
     assert "primary arm `verdict`:" in section and "### Test set" in section
     assert "## Pre-registered design" not in build_report("offline")
+
+
+def test_every_committed_report_is_what_its_committed_files_give() -> None:
+    """A change to shared inputs (the labels, the paper's numbers) moves every profile's REPORT.md;
+    this catches a stale report in `make test`, before `make verify` fails on it in CI."""
+    committed = sorted(report.profiles.OUTPUT_ROOT.glob("*/REPORT.md"))
+    assert committed, "no committed REPORT.md found under outputs/"
+    stale = [
+        path.parent.name
+        for path in committed
+        if report.build_report(path.parent.name) != path.read_text(encoding="utf-8")
+    ]
+    assert not stale, (
+        f"REPORT.md out of date for {stale}: run `make report PROFILE=<name>` for each, then commit"
+    )
