@@ -134,3 +134,37 @@ def test_grade_reports_the_batch_agreement() -> None:
     text = label_batch.grade(R3_FIRST, R3_LAST)
     assert text.startswith(f"ans-{R3_FIRST}...ans-{R3_LAST}: verdict ")
     assert "ans-1675" in text  # the batch's one known disagreement (labels README, batch R3)
+
+
+TRAINING_RUN = (
+    profiles.OUTPUT_ROOT / "cpu_proof_prereg" / "06_grpo_training" / "verdict__seed-11.rollouts.jsonl"
+)
+
+
+def test_training_rollouts_rebuild_their_episodes_and_give_blind_packets(tmp_path: Path) -> None:
+    """A registered training run's logged answers (steps 11-20) become items whose rebuilt episodes
+    carry the logged values; the packets hold no reward, verdict or advantage."""
+    items, episodes = label_batch.training_answers(TRAINING_RUN, [], 5000, first_step=11)
+    rows = [json.loads(line) for line in TRAINING_RUN.read_text().splitlines()]
+    late = {(row["episode_id"], row["answer"]) for row in rows if row["step"] >= 11}
+    assert len(items) == len({(item["question"], item["answer"]) for item in items}) <= len(late)
+    assert [item["id"] for item in items] == [f"ans-{5000 + index}" for index in range(len(items))]
+    for item in items:
+        episode = episodes[item["source"]["episode_id"]]
+        assert item["question"] == episode.question and item["gold_answers"] == list(episode.gold_answers)
+        assert item["source"]["condition"].startswith("training rollout, step ")
+    paths = label_batch.write_packets(items, episodes, tmp_path, n_packets=2)
+    text = "".join(path.read_text() for path in paths)
+    for grader_field in ('"verdict"', '"reward"', '"advantage"', '"notes_hold_current"', '"label"'):
+        assert grader_field not in text
+
+
+def test_a_training_rollout_whose_episode_differs_is_refused(tmp_path: Path) -> None:
+    row = json.loads(TRAINING_RUN.read_text().splitlines()[0])
+    (tmp_path / "run.rollouts.jsonl").write_text(json.dumps(row | {"gold_answers": ["Elsewhere"]}) + "\n")
+    config = TRAINING_RUN.with_name("verdict__seed-11.training_config.json")
+    (tmp_path / "run.training_config.json").write_text(config.read_text())
+    with pytest.raises(
+        label_batch.LabelBatchError, match=r"run.rollouts.jsonl: episode syn-.*field gold_answers"
+    ):
+        label_batch.training_answers(tmp_path / "run.rollouts.jsonl", [], 1, first_step=1)

@@ -17,6 +17,7 @@ new run is made in three steps, each a subcommand of `python -m supersede_lib la
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.episode import Episode
+from supersede_lib.data import synthetic
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.agreement import (
     LABELLED_ANSWERS,
@@ -115,6 +117,66 @@ def _check_against_episode(row: Mapping[str, Any], episodes: Mapping[str, Episod
             raise LabelBatchError(
                 f"{path}: episode {row['episode_id']}: field {field} differs from the rebuilt episode"
             )
+
+
+def training_episode(row: Mapping[str, Any], run_config: Mapping[str, Any], path: Path) -> Episode:
+    """The training episode a logged rollout answered, rebuilt from the generator seed in its id
+    (`syn-<preset>-<seed>`) and the run's preset and overrides, checked against the logged values."""
+    preset, _, seed = str(row["episode_id"]).removeprefix("syn-").rpartition("-")
+    if not seed.isdigit() or preset != row.get("difficulty"):
+        raise LabelBatchError(
+            f"{path}: episode {row['episode_id']}: field episode_id is not syn-<preset>-<seed>"
+        )
+    config = synthetic.config_for_difficulty(preset)
+    overrides = {
+        key: tuple(value) if isinstance(value, list) else value
+        for key, value in run_config.get("episode_overrides", {}).items()
+    }
+    episode = synthetic.generate_episode(int(seed), dataclasses.replace(config, **overrides))
+    for field in ("gold_answers", "superseded_values"):
+        if list(getattr(episode, field)) != list(row[field]):
+            raise LabelBatchError(
+                f"{path}: episode {row['episode_id']}: field {field} differs from the rebuilt episode"
+            )
+    return episode
+
+
+def training_answers(
+    rollouts_path: Path, labelled: Sequence[Mapping[str, Any]], first_id: int, first_step: int
+) -> tuple[list[dict[str, Any]], dict[str, Episode]]:
+    """The distinct answers of a training run's logged rollouts from `first_step` on that `labelled`
+    lacks, as labelled-set items (ids from `first_id`, log order), with their rebuilt episodes."""
+    run = rollouts_path.name.removesuffix(".rollouts.jsonl")
+    config_path = rollouts_path.with_name(f"{run}.training_config.json")
+    if not rollouts_path.exists() or not config_path.exists():
+        raise LabelBatchError(f"{rollouts_path}: need the run's rollouts and its {config_path.name}")
+    run_config = json.loads(config_path.read_text(encoding="utf-8"))
+    rows = [
+        json.loads(line) for line in rollouts_path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    episodes: dict[str, Episode] = {}
+    keyed = []
+    for row in (row for row in rows if row["step"] >= first_step):
+        if row["episode_id"] not in episodes:
+            episodes[row["episode_id"]] = training_episode(row, run_config, rollouts_path)
+        episode = episodes[row["episode_id"]]
+        keyed.append(
+            row
+            | {
+                "question": episode.question,
+                "is_abstention": episode.is_abstention,
+                "condition": f"training rollout, step {row['step']}",
+            }
+        )
+    copies = Counter(answer_key(row) for row in keyed)
+    seen = {answer_key(row) for row in labelled}
+    items: list[dict[str, Any]] = []
+    for row in keyed:
+        if answer_key(row) in seen:
+            continue
+        seen.add(answer_key(row))
+        items.append(_item(row, f"ans-{first_id + len(items)}", run, rollouts_path, copies[answer_key(row)]))
+    return items, episodes
 
 
 def _item(row: Mapping[str, Any], ident: str, model: str, path: Path, n_copies: int) -> dict[str, Any]:
@@ -260,12 +322,39 @@ def build_parser() -> argparse.ArgumentParser:
     packets.add_argument("--first-id", type=int, help="the first id's number (default: one past the last)")
     packets.add_argument("--packets", type=int, default=3)
     packets.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
+    training = commands.add_parser(
+        "training-packets", help="blind packets of training runs' logged rollout answers"
+    )
+    training.add_argument("rollouts", type=Path, nargs="+", help="<run>.rollouts.jsonl files, in id order")
+    training.add_argument("--first-step", type=int, default=1, help="only rollouts of this step on")
+    training.add_argument("--first-id", type=int, help="the first id's number (default: one past the last)")
+    training.add_argument("--packets", type=int, default=3)
+    training.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
     merged = commands.add_parser("merge", help="append a folder's labels to the labelled set")
     merged.add_argument("--out", type=Path, required=True)
     graded = commands.add_parser("grade", help="grade ans-FIRST...ans-LAST once with this commit's matcher")
     graded.add_argument("first", type=int)
     graded.add_argument("last", type=int)
     return parser
+
+
+def write_training_packets(arguments: argparse.Namespace) -> None:
+    """Packets of every new answer of the named training runs, ids running on from run to run."""
+    labelled = list(read_labelled_answers(LABELLED_ANSWERS))
+    first_id = arguments.first_id or 1 + max(int(row["id"].split("-")[1]) for row in labelled)
+    items: list[dict[str, Any]] = []
+    episodes: dict[str, Episode] = {}
+    for path in arguments.rollouts:
+        run_items, run_episodes = training_answers(
+            path, labelled, first_id + len(items), arguments.first_step
+        )
+        items += run_items
+        labelled += run_items
+        episodes |= run_episodes
+        print(f"{path}: {len(run_items)} new answers")
+    for path in write_packets(items, episodes, arguments.out, arguments.packets):
+        print(f"{path}: {len(json.loads(path.read_text(encoding='utf-8')))} answers")
+    print(f"{len(items)} new answers: {items[0]['id']}...{items[-1]['id']}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -280,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in write_packets(items, episodes, arguments.out, arguments.packets):
             print(f"{path}: {len(json.loads(path.read_text(encoding='utf-8')))} answers")
         print(f"{len(items)} new answers: {items[0]['id']}...{items[-1]['id']}")
+    elif arguments.command == "training-packets":
+        write_training_packets(arguments)
     elif arguments.command == "merge":
         records = merge(arguments.out)
         counts = Counter(record["label"] for record in records)
