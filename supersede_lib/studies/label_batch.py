@@ -8,6 +8,8 @@ new run is made in three steps, each a subcommand of `python -m supersede_lib la
    values, split into packets for readers. A packet holds what a reader needs to judge (question,
    values, the value timeline, the sessions, the answer) and nothing of the grader (no verdict, score,
    reward or `holds_*` field), so the labels are blind. `items.json` keeps each id's source.
+   `training-packets` does the same for training runs' logged rollouts, each episode rebuilt from
+   the generator seed in its id.
 2. The readers write `labels_<packet>.jsonl`: `{"id", "label", "reason"}` and, for answers under the
    prompt example's key, the literal reading `strict_label`.
 3. `merge` appends the labels to the labelled set (checked: every id once, known labels); commit them
