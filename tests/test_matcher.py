@@ -601,7 +601,9 @@ LABELLED_CLASSES = [
     ("Fri", ("Friday", "Fridays"), ("Wednesday", "Wednesdays"), False, "correct"),
     ("Thurs.", ("Thursday",), (), False, "correct"),
     ("The car you drive is a Chevrolet Bolt.", ("Nissan Leaf",), ("Chevy Bolt",), False, "stale"),
-    ("A Chevy.", ("Chevrolet Bolt",), (), False, "wrong"),  # the model name must still match
+    # a make alone names the one car of the episode it starts (the labels' convention, ans-1139; v2) ...
+    ("A Chevy.", ("Chevrolet Bolt",), (), False, "correct"),
+    ("A Chevy.", ("Chevrolet Bolt",), ("Chevrolet Malibu",), False, "wrong"),  # ... not one of two
     ("A VW Golf.", ("Volkswagen Golf",), (), False, "correct"),
     ("I sat at home.", ("Saturday",), (), False, "wrong"),  # lower-case "sat" is the verb
     ("2023/04/17 (Mon) 21:04", ("Friday",), ("Monday",), True, "wrong"),  # an echoed time stamp

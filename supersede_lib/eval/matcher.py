@@ -103,6 +103,8 @@ MIN_SLOT_STEM_CHARS = 4
 """A question word this long or longer names the asked kind in the words built on it ("hobbyist")."""
 MAX_PROPER_NAME_TOKENS = 4
 """A capitalised rival item up to this long counts as a second candidate ("Denver and Salt Lake City")."""
+MIN_SHORT_FORM_CHARS = 3
+"""A short form's every word is this long or longer: a fragment ("CR") names nothing alone."""
 
 
 _SENTENCE_END = re.compile(r"[.!?\n]+")
@@ -828,6 +830,67 @@ def _holds_negation(words: Sequence[str]) -> bool:
     )
 
 
+def _short_forms(value: str, words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """What a multi-word value is called for short: a name by its first words ("Honda" for "Honda
+    CR-V", "Jeep" for "Jeep Wrangler": the make or brand), a lower-case noun phrase by its last words
+    ("painting" for "watercolor painting", "data analyst" for "senior data analyst": its head)."""
+    if len(words) < 2:
+        return []
+    if value[:1].isupper():
+        return [words[:size] for size in range(1, len(words))]
+    if value == value.lower():
+        return [words[-size:] for size in range(1, len(words))]
+    return []
+
+
+def _answer_core(text: AnalysedText, question: str) -> list[int]:
+    """The positions of what an answer names, once a key ("car:"), function words, dates and the
+    question's own words are set aside ("Honda is current on 2023/03/04." is "Honda"); empty for an
+    answer that denies or asks (`score_answer` also sets aside any answer with a question mark)."""
+    if any(text.questions) or _holds_negation(text.words) or sum(text.colons) > 1:
+        return []
+    start = max((position for position, colon in enumerate(text.colons) if colon), default=0)
+    question_stems = frozenset(content_stems(analyse(question).words))
+    return [
+        position
+        for position in range(start, len(text.words))
+        if text.words[position] not in STOPWORDS | MONTHS | WEEKDAYS
+        and not is_number(text.words[position])
+        and stem(text.words[position]) not in question_stems
+    ]
+
+
+def _short_form_hits(
+    text: AnalysedText,
+    golds: Sequence[str],
+    stales: Sequence[str],
+    gold_values: list[tuple[str, ...]],
+    stale_values: list[tuple[str, ...]],
+    question: str,
+) -> tuple[list[_Hit], list[_Hit]]:
+    """An answer that names nothing but a short form of one value ("Honda is current.", "jeep",
+    "Manager") names that value, when no other value of the episode holds that short form and each
+    of its words has MIN_SHORT_FORM_CHARS or more. Only whole answers: inside a longer answer a
+    make or a head noun may belong to anything."""
+    core = _answer_core(text, question)
+    if not core or core != list(range(core[0], core[-1] + 1)):
+        return [], []
+    named = tuple(stem(word) for word in text.words[core[0] : core[-1] + 1])
+    if any(len(word) < MIN_SHORT_FORM_CHARS for word in named):
+        return [], []
+    values = list(zip([*golds, *stales], [*gold_values, *stale_values], strict=False))
+    owners = [
+        words
+        for value, words in values
+        if any(tuple(map(stem, short)) == named for short in _short_forms(value, words))
+    ]
+    holders = [words for _, words in values if occurrences(list(words), list(named))]
+    if len(owners) != 1 or len(holders) != 1:
+        return [], []
+    hit = _Hit(frozenset(core), exact=False)
+    return ([hit], []) if owners[0] in gold_values else ([], [hit])
+
+
 # --------------------------------------------------------------------------- scoring
 
 
@@ -906,6 +969,9 @@ def score_answer(
       the tokens a value does not share with its rivals count.
     - Values given to someone else: see `_is_someone_elses`; `question` names the things that are
       the user's own ("Kitten's name is Ziggy" for "my kitten's name").
+    - Short forms: an answer that names nothing but a short form of exactly one value ("Honda is
+      current." for Honda CR-V, "Manager" for operations manager) names that value
+      (`_short_form_hits`; matcher v2).
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value), `wrong` (neither). An ambiguous reward is at most 0 at any λ.
 
@@ -932,6 +998,9 @@ def score_answer(
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     activities = frozenset(_words(value) for value in [*golds, *stales] if _is_activity(value))
     gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question, activities)
+    if not gold_hits and not stale_hits:
+        gold_hits, stale_hits = _short_form_hits(text, golds, stales, gold_values, stale_values, question)
+        gold_hits, stale_hits = ([], []) if "?" in answer else (gold_hits, stale_hits)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 

@@ -16,6 +16,11 @@ and a predicate (what it is). Without a parser the rules stay structural:
   "of" phrase naming another ("... the employer of the violin teacher"). The clause relates two
   others to each other; neither value is the user's. Compared values ("27:01 is faster than 27:41")
   and denied ones ("Monday, not Thursday") are no other.
+- A value that owns the subject's thing ("Jonah's gift is thoughtful", "Hannah's partner's name is
+  ..."): the clause says what that thing is; the value only whose it is (matcher v2).
+- A value as the subject of the question's own verb ("Deloitte works for Kansas City" for "Which
+  company do I work for?"): it stands where the user stands, so the object is what the clause
+  offers (matcher v2).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from supersede_lib.eval.matcher_words import (
 )
 
 Span = tuple[int, int]
+ADVERBS_BEFORE_A_VERB = frozenset("currently now still also".split())
+VERB_PREPOSITIONS = frozenset("for at in on with to by from".split())  # "works for", "lives in"
 
 
 @dataclass(frozen=True)
@@ -73,16 +80,53 @@ def copular_clause(text: AnalysedText, position: int) -> Clause | None:
 
 def attributed_to_another(text: AnalysedText, span: Span, attribution: Attribution) -> bool:
     """Whether the value at `span` is said of someone or something other than the user (module doc)."""
+    if _does_the_asked_act(text, span, attribution):
+        return True
     clause = copular_clause(text, span[0])
     if clause is None or span[1] > clause.end or span[0] < clause.copula < span[1]:
         return False
     if USER_WORDS.intersection(text.words[clause.start : clause.end]):
         return False
+    if span[1] <= clause.copula and _owns_the_subject(text, clause, span):
+        return True
     if _other_value_across(text, clause, span, attribution):
         return True
     if span[0] > clause.copula:
         return _subject_is_another(text, clause, span, attribution)
     return _predicate_holds_another(text, clause, span, attribution)
+
+
+def _owns_the_subject(text: AnalysedText, clause: Clause, span: Span) -> bool:
+    """The value owns the subject's thing ("Jonah's gift is thoughtful", "Hannah's partner's name is
+    ..."): the clause says what that thing is, and the value only whose it is. A value that owns its
+    own name ("Ziggy's name is ...") still names itself."""
+    if not text.possessors[span[1] - 1]:
+        return False
+    owned = [word for word in text.words[span[1] : clause.copula] if word not in STOPWORDS]
+    return bool(owned) and owned[0] not in NAME_WORDS
+
+
+def _does_the_asked_act(text: AnalysedText, span: Span, attribution: Attribution) -> bool:
+    """The value is the subject of the question's own verb (present tense, then a preposition: "Deloitte
+    works for Kansas City" for "Which company do I work for?"): the value stands where the user stands in
+    the question, so the clause gives its object, not the value, as the answer. A user word in the
+    sentence puts the user back ("Deloitte is where I work")."""
+    position = span[1]
+    while position < len(text.words) and text.words[position] in ADVERBS_BEFORE_A_VERB:
+        position += 1
+    if position + 1 >= len(text.words) or text.breaks[position] or text.breaks[position + 1]:
+        return False
+    verb, following = text.words[position], text.words[position + 1]
+    acts = verb.endswith("s") and not verb.endswith("ss") and verb not in COPULAS | STOPWORDS
+    if not (acts and stem(verb) in attribution.question_stems and following in VERB_PREPOSITIONS):
+        return False
+    sentence_start = span[0]
+    while sentence_start > 0 and not text.breaks[sentence_start]:
+        sentence_start -= 1
+    sentence_end = position + 1
+    while sentence_end < len(text.words) and not text.breaks[sentence_end]:
+        sentence_end += 1
+    return not USER_WORDS.intersection(text.words[sentence_start:sentence_end])
 
 
 def _subject_is_another(text: AnalysedText, clause: Clause, span: Span, attribution: Attribution) -> bool:

@@ -1,0 +1,121 @@
+"""Matcher v2 (issue 26, item 5; docs/preregistration.md, "Matcher v2"): three general rules for the
+families the frozen matcher missed on trained answers, each with hand-written cases and controls.
+
+- A value that owns the subject's thing is not the answer: "Jonah's gift is thoughtful" says what a
+  gift is, and Jonah only whose it is.
+- A value standing where the user stands in the question is not the answer: "Deloitte works for
+  Kansas City" for "Which company do I work for?" puts Deloitte in the worker's place.
+- A whole answer that is a short form of exactly one value names that value: a name by its first
+  words ("Honda" for Honda CR-V), a lower-case noun phrase by its head ("Manager" for operations
+  manager), as the labels read them (labels README, ans-1139).
+
+They were written on labels outside the pre-registered test and hard sets (batch S1 and the
+exploratory adapters' answers): development data, not evidence that they generalise. Batch S2 measures them.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from supersede_lib.eval.matcher import score_answer
+
+PARTNER = "What's my partner's name?"
+EMPLOYER = "Which company do I work for?"
+CAR = "What vehicle do I own right now?"
+TITLE = "What's my job title?"
+HOBBY = "What hobby am I into these days?"
+
+# (answer, gold, stale, question, verdict)
+OWNER_CASES = [
+    ("Jonah's gift is thoughtful.", ["Jonah"], ["Theo"], PARTNER, "wrong"),
+    ("Leila's dinner ideas are current.", ["Leila"], ["Sofia"], PARTNER, "wrong"),
+    ("Kenji's partner's name is Tom.", ["Kenji"], ["Marcus"], PARTNER, "wrong"),
+    (
+        "Elena's gift is thoughtful, so Isaac is the current partner.",
+        ["Isaac"],
+        ["Elena"],
+        PARTNER,
+        "correct",
+    ),
+    (
+        "Marcus is the current partner, as Elena's date ideas are fun.",
+        ["Elena"],
+        ["Marcus"],
+        PARTNER,
+        "stale",
+    ),
+    # controls: a value that owns its own name, one that is not the subject, a user word, a plain subject
+    ("Ziggy's name is current.", ["Ziggy"], ["Mochi"], "What's my cat's name?", "correct"),
+    ("I am Zillow's newest hire.", ["Zillow"], ["Accenture"], EMPLOYER, "correct"),
+    ("My partner Jonah's gift is thoughtful.", ["Jonah"], ["Theo"], PARTNER, "correct"),
+    ("Jonah is current.", ["Jonah"], ["Theo"], PARTNER, "correct"),
+    ("Jonah's.", ["Jonah"], ["Theo"], PARTNER, "correct"),
+]
+
+ACTOR_CASES = [
+    ("Deloitte works for Kansas City.", ["Deloitte"], ["Pfizer"], EMPLOYER, "wrong"),
+    ("Pfizer currently works at a lab.", ["Deloitte"], ["Pfizer"], EMPLOYER, "wrong"),
+    ("Denver lives in Colorado.", ["Denver"], ["Austin"], "Which city do I live in?", "wrong"),
+    # controls: the user in the sentence, the value as the object, a verb the question does not use
+    ("Deloitte is where I work.", ["Deloitte"], ["Pfizer"], EMPLOYER, "correct"),
+    ("I work for Deloitte.", ["Deloitte"], ["Pfizer"], EMPLOYER, "correct"),
+    ("Deloitte hires for Kansas City.", ["Deloitte"], ["Pfizer"], EMPLOYER, "correct"),
+    ("Deloitte works.", ["Deloitte"], ["Pfizer"], EMPLOYER, "correct"),
+]
+
+SHORT_FORM_CASES = [
+    ("Honda is current.", ["Honda CR-V"], ["Mazda CX-5"], CAR, "correct"),
+    ("jeep", ["Ford F-150"], ["Jeep Wrangler"], CAR, "stale"),
+    ("car: Honda", ["Honda CR-V"], ["Mazda CX-5"], CAR, "correct"),
+    ("I own a Jeep.", ["Ford F-150"], ["Jeep Wrangler"], CAR, "stale"),
+    ("Honda is current on 2023/03/04 (Sat).", ["Honda CR-V"], ["Mazda CX-5"], CAR, "correct"),
+    ("Painting is current.", ["knitting"], ["watercolor painting"], HOBBY, "stale"),
+    ("Manager", ["financial analyst"], ["operations manager"], TITLE, "stale"),
+    ("data analyst", ["HR business partner"], ["financial analyst", "senior data analyst"], TITLE, "stale"),
+    # controls: a make two values share, a head two values share, a name's last word, a lower-case
+    # value's first word, the question's own word, a denial, a question, a fragment, a longer answer
+    ("Honda is current.", ["Honda CR-V"], ["Honda Civic"], CAR, "wrong"),
+    ("Analyst is current.", ["financial analyst"], ["data analyst"], TITLE, "wrong"),
+    ("Fitness is current.", ["Planet Fitness"], ["Crunch"], "Which gym do I go to?", "wrong"),
+    ("watercolor", ["knitting"], ["watercolor painting"], HOBBY, "wrong"),
+    ("Hobby is current.", ["knitting"], ["watercolor painting"], HOBBY, "wrong"),
+    ("Not Honda.", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
+    ("Honda?", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
+    ("CR", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
+    ("Honda makes good engines and Mazda too.", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
+    ("car: Honda\ngym: Equinox", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), OWNER_CASES)
+def test_a_value_that_owns_the_subject_is_not_the_answer(answer, gold, stale, question, verdict) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), ACTOR_CASES)
+def test_a_value_doing_the_asked_act_is_not_the_answer(answer, gold, stale, question, verdict) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), SHORT_FORM_CASES)
+def test_a_whole_answer_that_is_one_values_short_form_names_it(
+    answer, gold, stale, question, verdict
+) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
+
+
+MAKES = st.sampled_from(["Honda", "Toyota", "Subaru", "Hyundai", "Mazda", "Jeep"])
+MODELS = st.sampled_from(["Civic", "Outback", "Ioniq", "Prius", "Wrangler", "Telluride"])
+
+
+@given(current_make=MAKES, old_make=MAKES, current_model=MODELS, old_model=MODELS)
+def test_a_make_alone_names_a_car_only_when_no_other_car_shares_it(
+    current_make: str, old_make: str, current_model: str, old_model: str
+) -> None:
+    """The property behind the short-form rule: the make names the current car, the old car or
+    nothing, and never credits a make both cars share."""
+    gold, stale = f"{current_make} {current_model}", f"{old_make} {old_model}"
+    verdict = score_answer(f"{current_make} is current.", [gold], [stale], question=CAR).verdict
+    if gold == stale:
+        return
+    assert verdict == ("wrong" if current_make == old_make else "correct")
