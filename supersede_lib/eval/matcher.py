@@ -962,16 +962,12 @@ def score_answer(
       drove a Volvo XC40 before your latest one" asserts the Volvo) and forward framing is context
       ("Boston before I moved to Minneapolis" asserts Boston only). Otherwise the reverse: "you used
       to live in Denver" does not answer "where do I live?".
-    - Stale inside gold: a stale mention that lies wholly inside a matched gold mention does not
-      count (stale "Detroit" in "the suburbs of Detroit"); a gold mention wholly inside a longer
-      stale mention does not count either (gold "Detroit" in stale "downtown Detroit"). A stale
-      value that normalizes to the same text as a gold value is ignored. In the overlap fallback only
-      the tokens a value does not share with its rivals count.
-    - Values given to someone else: see `_is_someone_elses`; `question` names the things that are
-      the user's own ("Kitten's name is Ziggy" for "my kitten's name").
-    - Short forms: an answer that names nothing but a short form of exactly one value ("Honda is
-      current." for Honda CR-V, "Manager" for operations manager) names that value
-      (`_short_form_hits`; matcher v2).
+    - Stale inside gold: a stale mention wholly inside a matched gold mention does not count (stale
+      "Detroit" in "the suburbs of Detroit"), nor a gold mention wholly inside a longer stale one (gold
+      "Detroit" in stale "downtown Detroit"); a stale value that normalizes to a gold value is ignored.
+      In the overlap fallback only the tokens a value does not share with its rivals count.
+    - Values given to someone else: see `_is_someone_elses`; `question` names the user's own things
+      ("Kitten's name is Ziggy"). A whole answer that is one value's short form names it (v2).
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value), `wrong` (neither). An ambiguous reward is at most 0 at any λ.
 
@@ -998,9 +994,8 @@ def score_answer(
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     activities = frozenset(_words(value) for value in [*golds, *stales] if _is_activity(value))
     gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question, activities)
-    if not gold_hits and not stale_hits:
+    if not gold_hits and not stale_hits and "?" not in answer:  # a short form alone, never asked
         gold_hits, stale_hits = _short_form_hits(text, golds, stales, gold_values, stale_values, question)
-        gold_hits, stale_hits = ([], []) if "?" in answer else (gold_hits, stale_hits)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
     asserted_stale = any(not hit.positions <= gold_positions for hit in stale_hits)
 
