@@ -168,3 +168,18 @@ def test_a_training_rollout_whose_episode_differs_is_refused(tmp_path: Path) -> 
         label_batch.LabelBatchError, match=r"run.rollouts.jsonl: episode syn-.*field gold_answers"
     ):
         label_batch.training_answers(tmp_path / "run.rollouts.jsonl", [], 1, first_step=1)
+
+
+def test_a_sample_is_seeded_kept_in_order_and_numbered_again() -> None:
+    items, _ = label_batch.training_answers(TRAINING_RUN, [], 100, first_step=1, last_step=10)
+    rows = [json.loads(line) for line in TRAINING_RUN.read_text().splitlines()]
+    early = {row["answer"] for row in rows if row["step"] <= 10}
+    assert {item["answer"] for item in items} <= early
+    sample = label_batch.sample_items(items, 5, seed=3, first_id=900)
+    assert sample == label_batch.sample_items(items, 5, seed=3, first_id=900)
+    assert [item["id"] for item in sample] == [f"ans-{900 + rank}" for rank in range(5)]
+    keys = [label_batch.answer_key(item) for item in items]
+    order = [keys.index(label_batch.answer_key(item)) for item in sample]
+    assert order == sorted(order)
+    with pytest.raises(label_batch.LabelBatchError, match="--sample 999"):
+        label_batch.sample_items(items, 999, seed=3, first_id=900)

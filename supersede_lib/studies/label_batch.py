@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -144,10 +145,14 @@ def training_episode(row: Mapping[str, Any], run_config: Mapping[str, Any], path
 
 
 def training_answers(
-    rollouts_path: Path, labelled: Sequence[Mapping[str, Any]], first_id: int, first_step: int
+    rollouts_path: Path,
+    labelled: Sequence[Mapping[str, Any]],
+    first_id: int,
+    first_step: int,
+    last_step: int | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Episode]]:
-    """The distinct answers of a training run's logged rollouts from `first_step` on that `labelled`
-    lacks, as labelled-set items (ids from `first_id`, log order), with their rebuilt episodes."""
+    """The distinct answers of a training run's logged rollouts of steps `first_step`..`last_step`
+    that `labelled` lacks, as labelled-set items (ids from `first_id`, log order), with their episodes."""
     run = rollouts_path.name.removesuffix(".rollouts.jsonl")
     config_path = rollouts_path.with_name(f"{run}.training_config.json")
     if not rollouts_path.exists() or not config_path.exists():
@@ -158,7 +163,7 @@ def training_answers(
     ]
     episodes: dict[str, Episode] = {}
     keyed = []
-    for row in (row for row in rows if row["step"] >= first_step):
+    for row in (row for row in rows if first_step <= row["step"] <= (last_step or row["step"])):
         if row["episode_id"] not in episodes:
             episodes[row["episode_id"]] = training_episode(row, run_config, rollouts_path)
         episode = episodes[row["episode_id"]]
@@ -329,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     training.add_argument("rollouts", type=Path, nargs="+", help="<run>.rollouts.jsonl files, in id order")
     training.add_argument("--first-step", type=int, default=1, help="only rollouts of this step on")
+    training.add_argument("--last-step", type=int, help="only rollouts up to this step")
+    training.add_argument("--sample", type=int, help="a uniform random sample of this many answers")
+    training.add_argument("--sample-seed", type=int, default=0, help="the sample's random seed")
     training.add_argument("--first-id", type=int, help="the first id's number (default: one past the last)")
     training.add_argument("--packets", type=int, default=3)
     training.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
@@ -340,6 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def sample_items(
+    items: Sequence[dict[str, Any]], size: int, seed: int, first_id: int
+) -> list[dict[str, Any]]:
+    """A uniform random sample of `size` items (seeded, drawn before anyone reads them), kept in their
+    order and numbered again from `first_id`."""
+    if not 0 < size <= len(items):
+        raise LabelBatchError(f"--sample {size}: need 1 to {len(items)} (the new answers found)")
+    chosen = sorted(random.Random(seed).sample(range(len(items)), size))
+    return [dict(items[index], id=f"ans-{first_id + rank}") for rank, index in enumerate(chosen)]
+
+
 def write_training_packets(arguments: argparse.Namespace) -> None:
     """Packets of every new answer of the named training runs, ids running on from run to run."""
     labelled = list(read_labelled_answers(LABELLED_ANSWERS))
@@ -348,12 +367,14 @@ def write_training_packets(arguments: argparse.Namespace) -> None:
     episodes: dict[str, Episode] = {}
     for path in arguments.rollouts:
         run_items, run_episodes = training_answers(
-            path, labelled, first_id + len(items), arguments.first_step
+            path, labelled, first_id + len(items), arguments.first_step, arguments.last_step
         )
         items += run_items
         labelled += run_items
         episodes |= run_episodes
         print(f"{path}: {len(run_items)} new answers")
+    if arguments.sample:
+        items = sample_items(items, arguments.sample, arguments.sample_seed, first_id)
     for path in write_packets(items, episodes, arguments.out, arguments.packets):
         print(f"{path}: {len(json.loads(path.read_text(encoding='utf-8')))} answers")
     print(f"{len(items)} new answers: {items[0]['id']}...{items[-1]['id']}")
