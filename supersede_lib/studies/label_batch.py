@@ -23,7 +23,7 @@ import dataclasses
 import json
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,21 @@ def new_answers(
     if not path.exists():
         raise LabelBatchError(f"{path}: no trajectories of {model} here (judge it first)")
     rows = read_trajectories(path)
+    return _distinct_new_items(
+        rows, labelled, first_id, model, path, check=lambda row: _check_against_episode(row, episodes, path)
+    )
+
+
+def _distinct_new_items(
+    rows: Sequence[Mapping[str, Any]],
+    labelled: Sequence[Mapping[str, Any]],
+    first_id: int,
+    model: str,
+    path: Path,
+    check: Callable[[Mapping[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Each answer of `rows` that `labelled` lacks, once, as an item numbered from `first_id` with its
+    number of copies; `check` sees every new row before it becomes an item."""
     copies = Counter(answer_key(row) for row in rows)
     seen = {answer_key(row) for row in labelled}
     items: list[dict[str, Any]] = []
@@ -104,7 +119,8 @@ def new_answers(
         if answer_key(row) in seen:
             continue
         seen.add(answer_key(row))
-        _check_against_episode(row, episodes, path)
+        if check is not None:
+            check(row)
         items.append(_item(row, f"ans-{first_id + len(items)}", model, path, copies[answer_key(row)]))
     return items
 
@@ -175,15 +191,7 @@ def training_answers(
                 "condition": f"training rollout, step {row['step']}",
             }
         )
-    copies = Counter(answer_key(row) for row in keyed)
-    seen = {answer_key(row) for row in labelled}
-    items: list[dict[str, Any]] = []
-    for row in keyed:
-        if answer_key(row) in seen:
-            continue
-        seen.add(answer_key(row))
-        items.append(_item(row, f"ans-{first_id + len(items)}", run, rollouts_path, copies[answer_key(row)]))
-    return items, episodes
+    return _distinct_new_items(keyed, labelled, first_id, run, rollouts_path), episodes
 
 
 def _item(row: Mapping[str, Any], ident: str, model: str, path: Path, n_copies: int) -> dict[str, Any]:
