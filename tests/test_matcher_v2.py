@@ -11,6 +11,14 @@ families the frozen matcher missed on trained answers, each with hand-written ca
 
 They were written on labels outside the pre-registered test and hard sets (batch S1 and the
 exploratory adapters' answers): development data, not evidence that they generalise. Batch S2 measures them.
+
+Matcher v3 (docs/preregistration.md, "Matcher v3") adds two rules written on S2's misses, measured on
+batch S3:
+
+- A short name joined by an ampersand is one token: "AT&T" is not the words "at" and "t", so "t" and
+  the question's "mobile" no longer find T-Mobile.
+- A value opening an apposition to another value only describes it: "Chewy, a Salesforce company"
+  gives Chewy.
 """
 
 import pytest
@@ -85,6 +93,47 @@ SHORT_FORM_CASES = [
     ("Honda makes good engines and Mazda too.", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
     ("car: Honda\ngym: Equinox", ["Honda CR-V"], ["Mazda CX-5"], CAR, "wrong"),
 ]
+
+
+CARRIER = "Which mobile carrier am I with?"
+
+AMPERSAND_CASES = [
+    ("The mobile carrier I am with is AT&T.", ["AT&T"], ["T-Mobile"], CARRIER, "correct"),
+    ("at&t", ["AT&T"], ["T-Mobile"], CARRIER, "correct"),
+    ("I left AT&T for T-Mobile.", ["T-Mobile"], ["AT&T"], CARRIER, "correct"),
+    # controls: the old carrier named alone, both named, a value the ampersand does not touch
+    ("T-Mobile", ["AT&T"], ["T-Mobile"], CARRIER, "stale"),
+    ("AT&T or T-Mobile", ["AT&T"], ["T-Mobile"], CARRIER, "ambiguous"),
+    ("I shop at H&M.", ["Zara"], ["Uniqlo"], "Where do I buy clothes?", "wrong"),
+]
+
+APPOSITION_CASES = [
+    ("I am employed at Chewy, a Salesforce company.", ["Chewy"], ["Salesforce"], EMPLOYER, "correct"),
+    ("Salesforce, a Chewy company.", ["Chewy"], ["Salesforce"], EMPLOYER, "stale"),
+    ("employer: Chewy, a Salesforce company", ["Chewy"], ["Salesforce"], EMPLOYER, "correct"),
+    # controls: a bare list, a list that goes on, a denial
+    ("Chewy, Salesforce.", ["Chewy"], ["Salesforce"], EMPLOYER, "ambiguous"),
+    (
+        "Chewy, Salesforce and Google are all big employers here.",
+        ["Chewy"],
+        ["Salesforce"],
+        EMPLOYER,
+        "ambiguous",
+    ),
+    ("Chewy, not Salesforce.", ["Chewy"], ["Salesforce"], EMPLOYER, "correct"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), AMPERSAND_CASES)
+def test_a_short_name_with_an_ampersand_is_one_word(answer, gold, stale, question, verdict) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), APPOSITION_CASES)
+def test_a_value_opening_an_apposition_only_describes_the_value_before_it(
+    answer, gold, stale, question, verdict
+) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
 
 
 @pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), OWNER_CASES)

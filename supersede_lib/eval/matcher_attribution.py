@@ -21,13 +21,15 @@ and a predicate (what it is). Without a parser the rules stay structural:
 - A value as the subject of the question's own verb ("Deloitte works for Kansas City" for "Which
   company do I work for?"): it stands where the user stands, so the object is what the clause
   offers (matcher v2).
+- A value opening an apposition to another value ("Chewy, a Salesforce company"): it only describes
+  the value before it, which is what the answer gives (matcher v3).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from supersede_lib.eval.matcher_text import AnalysedText, is_number, stem
+from supersede_lib.eval.matcher_text import CLAUSE, AnalysedText, is_number, stem
 from supersede_lib.eval.matcher_words import (
     CLAUSE_JOINERS,
     COPULAS,
@@ -43,6 +45,7 @@ from supersede_lib.eval.matcher_words import (
 
 Span = tuple[int, int]
 ADVERBS_BEFORE_A_VERB = frozenset("currently now still also".split())
+MAX_APPOSITION_TAIL = 2  # words after the value that close an apposition: "a Salesforce (subsidiary) company"
 VERB_PREPOSITIONS = frozenset("for at in on with to by from".split())  # "works for", "lives in"
 
 
@@ -80,7 +83,7 @@ def copular_clause(text: AnalysedText, position: int) -> Clause | None:
 
 def attributed_to_another(text: AnalysedText, span: Span, attribution: Attribution) -> bool:
     """Whether the value at `span` is said of someone or something other than the user (module doc)."""
-    if _does_the_asked_act(text, span, attribution):
+    if _does_the_asked_act(text, span, attribution) or _describes_another_value(text, span, attribution):
         return True
     clause = copular_clause(text, span[0])
     if clause is None or span[1] > clause.end or span[0] < clause.copula < span[1]:
@@ -127,6 +130,26 @@ def _does_the_asked_act(text: AnalysedText, span: Span, attribution: Attribution
     while sentence_end < len(text.words) and not text.breaks[sentence_end]:
         sentence_end += 1
     return not USER_WORDS.intersection(text.words[sentence_start:sentence_end])
+
+
+def _describes_another_value(text: AnalysedText, span: Span, attribution: Attribution) -> bool:
+    """The value opens an apposition to the value right before the comma, and a short noun phrase ends
+    it ("Chewy, a Salesforce company", "Rivian, an Amazon-backed maker."): it says what the first value
+    is or belongs to, so it is not offered as the answer. A bare list ("Chewy, Salesforce") has no
+    noun after the value and is left to the list rules."""
+    start, end = span
+    if start == 0 or text.breaks[start] != CLAUSE or text.colons[start]:
+        return False
+    described = any(
+        other[1] == start and not _same_value(text, span, other) for other in attribution.value_spans
+    )
+    if not described:
+        return False
+    tail = end
+    while tail < len(text.words) and not text.breaks[tail]:
+        tail += 1
+    nouns = [word for word in text.words[end:tail] if word not in STOPWORDS]
+    return 1 <= tail - end <= MAX_APPOSITION_TAIL and len(nouns) == tail - end
 
 
 def _subject_is_another(text: AnalysedText, clause: Clause, span: Span, attribution: Attribution) -> bool:

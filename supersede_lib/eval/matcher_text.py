@@ -10,7 +10,8 @@ usd, buck(s), euro(s), eur) are dropped: the question fixes the currency, the am
 ``$350,000`` == ``350000 dollars`` == ``350K`` == ``350 thousand``. Short forms become the long form:
 weekday and month abbreviations (``Wed`` -> ``wednesday``, ``Sept`` -> ``september``; the ones that are
 also ordinary words, Mon Wed Sat Sun Jan Mar, only when capitalised) and common brand short forms
-(``Chevy`` -> ``chevrolet``, ``VW`` -> ``volkswagen``). Idempotent.
+(``Chevy`` -> ``chevrolet``, ``VW`` -> ``volkswagen``). A short name joined by an ampersand
+is one token (``AT&T`` -> ``att``). Idempotent.
 
 `analyse(text)` keeps what the matcher needs besides the words: the punctuation between tokens (so
 list items and clauses can be told apart), which tokens were capitalised, and which sit in a question.
@@ -162,6 +163,10 @@ def _break_level(gap: str) -> int:
     return CLAUSE if _CLAUSE_BREAK.search(gap) else 0
 
 
+_NAME_AMPERSAND = re.compile(r"\b([A-Za-z]{1,4})&([A-Za-z]{1,4})\b")
+"""An ampersand inside a short name ("AT&T", "H&M", "at&t"): one token, so its letters are not
+read as words ("at", "t") that other values or the question hold (matcher v3)."""
+
 _NUMBER_DASH = re.compile(r"(?<=\d)\s*[\u2010-\u2015\u2212]\s*(?=[$\u20ac\u00a3]?\d)")
 """A dash of any width between two numbers ("3–4", "3 — 4")."""
 
@@ -170,7 +175,7 @@ def _prepare(text: str) -> str:
     """Accents, quotes, separators and currency symbols resolved; case is kept (tokens casefold later)."""
     if not isinstance(text, str):
         raise TypeError(f"expected a string to normalize, got {type(text).__name__}: {text!r}")
-    composed = unicodedata.normalize("NFKC", text)
+    composed = _NAME_AMPERSAND.sub(r"\1\2", unicodedata.normalize("NFKC", text))
     stripped = "".join(ch for ch in unicodedata.normalize("NFKD", composed) if not unicodedata.combining(ch))
     prepared = unicodedata.normalize("NFKC", stripped).translate(_QUOTES)
     prepared = _THOUSANDS_SEPARATOR.sub("", prepared)
