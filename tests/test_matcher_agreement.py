@@ -83,7 +83,10 @@ def test_matcher_on_the_registered_runs_answers_is_measured_not_tuned(graded) ->
     matcher: on its own, verdict 91/96 = 94.8%, credit 92/96 = 95.8%; with it, the pool's verdict
     1599/1674 = 95.5%, credit 1627/1674 = 97.2%. Matcher v2 (rules written outside these test and hard
     sets, measured once on batch S2, the registered runs' training rollouts, which also sit in this pool):
-    S2 verdict 329/341 = 96.5%, credit 331/341 = 97.1%; the pool of 2,015, verdict 97.1%, credit 97.7%."""
+    S2 verdict 329/341 = 96.5%, credit 331/341 = 97.1%; the pool of 2,015, verdict 97.1%, credit 97.7%.
+    Matcher v3 (two rules written on S2, measured once on batch S3, 240 sampled rollouts of steps 1-10):
+    S3 verdict 227/240 = 94.6%, credit 232/240 = 96.7%, as v2; the pool of 2,255, verdict 2185/2255 =
+    96.9%, credit 97.7%."""
     registered = _trained(graded, registered=True)
     assert len(registered) >= 150  # amendment 1: at least 150 blind labels before a trained number
     assert credit_agreement(registered) >= MIN_TRAINED_VERDICT_AGREEMENT, (
