@@ -19,6 +19,13 @@ batch S3:
   the question's "mobile" no longer find T-Mobile.
 - A value opening an apposition to another value only describes it: "Chewy, a Salesforce company"
   gives Chewy.
+
+Matcher v4 (docs/preregistration.md, "Matcher v4") adds two rules written on S3's misses, measured on
+batch S4:
+
+- A value that is the whole subject of a relation to a named person is that person's partner, not the
+  user's: "Elena is dating Dev."
+- An activity's bare stem names it: "Woodwork workshops" for woodworking, as "woodworker" does.
 """
 
 import pytest
@@ -122,6 +129,44 @@ APPOSITION_CASES = [
     ),
     ("Chewy, not Salesforce.", ["Chewy"], ["Salesforce"], EMPLOYER, "correct"),
 ]
+
+
+DATING = "Who am I dating right now?"
+FUN = "What do I do for fun at the moment?"
+
+RELATION_CASES = [
+    ("Elena is dating Dev.", ["Elena"], ["Nadia"], DATING, "wrong"),
+    ("Elena is married to Dev.", ["Elena"], ["Nadia"], DATING, "wrong"),
+    ("Camila is dating Sarah.", ["Marcus"], ["Camila"], DATING, "wrong"),
+    # controls: the user in the clause, no one named, the value as the object, the user's own relation
+    ("Elena is dating me.", ["Elena"], ["Nadia"], DATING, "correct"),
+    ("Elena is dating.", ["Elena"], ["Nadia"], DATING, "correct"),
+    ("Elena is seeing someone.", ["Elena"], ["Nadia"], DATING, "correct"),
+    ("I am dating Elena.", ["Elena"], ["Nadia"], DATING, "correct"),
+    ("Elena is my partner and she is dating Dev.", ["Elena"], ["Nadia"], DATING, "correct"),
+]
+
+ACTIVITY_STEM_CASES = [
+    ("Woodwork workshops are current.", ["woodworking"], ["archery"], FUN, "correct"),
+    ("Garden club", ["gardening"], ["archery"], FUN, "correct"),
+    ("I like archery and woodwork.", ["woodworking"], ["archery"], FUN, "ambiguous"),
+    # controls: a stem of no value, a stem too short to name anything, a capitalised name
+    ("Garden club", ["woodworking"], ["archery"], FUN, "wrong"),
+    ("Bak sale", ["baking"], ["archery"], FUN, "wrong"),
+    ("Climb", ["Empire State Climbing"], ["archery"], FUN, "wrong"),
+]
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), RELATION_CASES)
+def test_a_value_in_a_relation_with_another_person_is_not_the_users(
+    answer, gold, stale, question, verdict
+) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
+
+
+@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), ACTIVITY_STEM_CASES)
+def test_an_activitys_bare_stem_names_it(answer, gold, stale, question, verdict) -> None:
+    assert score_answer(answer, gold, stale, question=question).verdict == verdict
 
 
 @pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), AMPERSAND_CASES)

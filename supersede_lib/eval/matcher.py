@@ -41,6 +41,7 @@ from supersede_lib.eval.matcher_text import (
     LIST,
     SENTENCE,
     AnalysedText,
+    activity_forms,
     agent_nouns,
     analyse,
     content_stems,
@@ -417,10 +418,10 @@ def _is_activity(value: str) -> bool:
 
 
 def _agent_noun_spans(text: AnalysedText, value: Sequence[str]) -> list[tuple[int, int]]:
-    """Where the text names the activity `value` by its doer: "climber" or "rock climber" for "rock
-    climbing" (plurals too). The value's other words may stand before the person-noun or be left out:
-    a climber climbs, whatever the rock."""
-    forms = agent_nouns(value[-1])
+    """Where the text names the activity `value` by its doer or its bare stem: "climber" or "rock
+    climber" for "rock climbing" (plurals too), "woodwork" for "woodworking" (`activity_forms`). The
+    value's other words may stand before the form or be left out: a climber climbs, whatever the rock."""
+    forms = activity_forms(value[-1])
     spans = []
     for position, word in enumerate(text.words):
         if stem(word) not in forms:

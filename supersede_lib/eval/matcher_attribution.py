@@ -23,6 +23,8 @@ and a predicate (what it is). Without a parser the rules stay structural:
   offers (matcher v2).
 - A value opening an apposition to another value ("Chewy, a Salesforce company"): it only describes
   the value before it, which is what the answer gives (matcher v3).
+- A value as the subject of a relation to a named person ("Elena is dating Dev"): the clause pairs the
+  value with someone else, not with the user (matcher v4).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from supersede_lib.eval.matcher_words import (
 Span = tuple[int, int]
 ADVERBS_BEFORE_A_VERB = frozenset("currently now still also".split())
 MAX_APPOSITION_TAIL = 2  # words after the value that close an apposition: "a Salesforce (subsidiary) company"
+RELATION_WORDS = frozenset("dating seeing marrying married engaged".split())  # "is dating Dev"
 VERB_PREPOSITIONS = frozenset("for at in on with to by from".split())  # "works for", "lives in"
 
 
@@ -92,6 +95,8 @@ def attributed_to_another(text: AnalysedText, span: Span, attribution: Attributi
         return False
     if span[1] <= clause.copula and _owns_the_subject(text, clause, span):
         return True
+    if span[1] <= clause.copula and _in_a_relation_with_another(text, clause, span, attribution):
+        return True
     if _other_value_across(text, clause, span, attribution):
         return True
     if span[0] > clause.copula:
@@ -107,6 +112,23 @@ def _owns_the_subject(text: AnalysedText, clause: Clause, span: Span) -> bool:
         return False
     owned = [word for word in text.words[span[1] : clause.copula] if word not in STOPWORDS]
     return bool(owned) and owned[0] not in NAME_WORDS
+
+
+def _in_a_relation_with_another(
+    text: AnalysedText, clause: Clause, span: Span, attribution: Attribution
+) -> bool:
+    """The value is the whole subject of a relation to a named person who is no value ("Elena is dating
+    Dev", "Elena is married to Dev"): it says whom the value is with, and that is not the user. "Elena is
+    dating me" keeps the user (a user word, see `attributed_to_another`); "Elena is dating" names no one."""
+    subject = [index for index in range(clause.start, clause.copula) if text.words[index] not in STOPWORDS]
+    if not subject or not all(span[0] <= index < span[1] for index in subject):
+        return False
+    predicate = [
+        index for index in range(clause.copula + 1, clause.end) if text.words[index] not in STOPWORDS
+    ]
+    if not predicate or text.words[predicate[0]] not in RELATION_WORDS:
+        return False
+    return any(_could_be_a_name(text, index, attribution) for index in predicate[1:])
 
 
 def _does_the_asked_act(text: AnalysedText, span: Span, attribution: Attribution) -> bool:

@@ -364,6 +364,21 @@ def agent_nouns(activity: str) -> frozenset[str]:
     return frozenset(activity[:-3] + suffix for suffix in AGENT_SUFFIXES)
 
 
+MIN_ACTIVITY_STEM_CHARS = 4
+"""An activity's bare stem this long or longer names it ("woodwork", "garden"); "bak" and "hik" do not."""
+
+
+def activity_forms(activity: str) -> frozenset[str]:
+    """The words besides the activity itself that name it: its person-nouns (`agent_nouns`) and its bare
+    stem, the thing the activity works on ("woodworking" -> "woodwork", "gardening" -> "garden"): "Woodwork
+    workshops" is woodworking as surely as "woodworker" is (matcher v4). Spelled without a dictionary, so
+    a form nobody writes ("swimm") matches nothing."""
+    nouns = agent_nouns(activity)
+    if not nouns or len(activity) - 3 < MIN_ACTIVITY_STEM_CHARS:
+        return nouns
+    return nouns | {activity[:-3]}
+
+
 def content_stems(words: Iterable[str]) -> list[str]:
     """Stems of the words that are not stopwords."""
     return [stem(word) for word in words if word not in STOPWORDS]
