@@ -157,44 +157,23 @@ ACTIVITY_STEM_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), RELATION_CASES)
-def test_a_value_in_a_relation_with_another_person_is_not_the_users(
-    answer, gold, stale, question, verdict
-) -> None:
-    assert score_answer(answer, gold, stale, question=question).verdict == verdict
+RULES = {
+    "a value in a relation with another person is not the user's": RELATION_CASES,
+    "an activity's bare stem names it": ACTIVITY_STEM_CASES,
+    "a short name with an ampersand is one word": AMPERSAND_CASES,
+    "a value opening an apposition only describes the value before it": APPOSITION_CASES,
+    "a value that owns the subject is not the answer": OWNER_CASES,
+    "a value doing the asked act is not the answer": ACTOR_CASES,
+    "a whole answer that is one value's short form names it": SHORT_FORM_CASES,
+}
+"""Each rule's cases and controls; the test id names the rule, so a failure says which rule broke."""
 
 
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), ACTIVITY_STEM_CASES)
-def test_an_activitys_bare_stem_names_it(answer, gold, stale, question, verdict) -> None:
-    assert score_answer(answer, gold, stale, question=question).verdict == verdict
-
-
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), AMPERSAND_CASES)
-def test_a_short_name_with_an_ampersand_is_one_word(answer, gold, stale, question, verdict) -> None:
-    assert score_answer(answer, gold, stale, question=question).verdict == verdict
-
-
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), APPOSITION_CASES)
-def test_a_value_opening_an_apposition_only_describes_the_value_before_it(
-    answer, gold, stale, question, verdict
-) -> None:
-    assert score_answer(answer, gold, stale, question=question).verdict == verdict
-
-
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), OWNER_CASES)
-def test_a_value_that_owns_the_subject_is_not_the_answer(answer, gold, stale, question, verdict) -> None:
-    assert score_answer(answer, gold, stale, question=question).verdict == verdict
-
-
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), ACTOR_CASES)
-def test_a_value_doing_the_asked_act_is_not_the_answer(answer, gold, stale, question, verdict) -> None:
-    assert score_answer(answer, gold, stale, question=question).verdict == verdict
-
-
-@pytest.mark.parametrize(("answer", "gold", "stale", "question", "verdict"), SHORT_FORM_CASES)
-def test_a_whole_answer_that_is_one_values_short_form_names_it(
-    answer, gold, stale, question, verdict
-) -> None:
+@pytest.mark.parametrize(
+    ("answer", "gold", "stale", "question", "verdict"),
+    [pytest.param(*case, id=f"{rule}: {case[0]}") for rule, cases in RULES.items() for case in cases],
+)
+def test_each_rule_gives_its_cases_verdict(answer, gold, stale, question, verdict) -> None:
     assert score_answer(answer, gold, stale, question=question).verdict == verdict
 
 
