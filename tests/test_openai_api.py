@@ -2,6 +2,7 @@
 server), cost estimates and reasoning-model detection. No network."""
 
 import asyncio
+import gc
 import socket
 
 import pytest
@@ -17,6 +18,7 @@ from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import (
     REASONING_TOKEN_FLOOR,
     OpenAIChatModel,
+    _close_on_its_loop,
     estimate_cost_usd,
     is_reasoning_model,
 )
@@ -407,3 +409,25 @@ def test_the_runner_loop_talks_over_aiohttp_and_closes_it_at_exit() -> None:
     assert "runner loop: _InstalledAioHttpClient" in result.stdout
     assert "asyncio.run: _InstalledAioHttpClient" not in result.stdout and "asyncio.run:" in result.stdout
     assert "Unclosed" not in result.stderr, result.stderr
+
+
+def test_a_client_that_fails_to_close_on_its_own_loop_leaves_no_unretrieved_task_exception():
+    """A client garbage-collected on its own running loop is closed by a task; a close that fails is
+    logged, not left for asyncio's "Task exception was never retrieved" at exit."""
+
+    class FailingClose:
+        async def close(self) -> None:
+            raise RuntimeError("session already gone")
+
+    unhandled: list[dict] = []
+
+    async def close_and_settle() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+        _close_on_its_loop(FailingClose(), loop)
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    asyncio.run(close_and_settle())
+    gc.collect()
+    assert not unhandled, unhandled

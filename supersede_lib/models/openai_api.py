@@ -541,13 +541,26 @@ def _http_client(timeout_s: float, loop: asyncio.AbstractEventLoop) -> Any:
         return None
 
 
+_closing_tasks: set[asyncio.Task[None]] = set()
+
+
+def _closed(task: asyncio.Task[None]) -> None:
+    """Retrieve a close task's outcome, so that a failed close is logged here instead of surfacing as
+    asyncio's "Task exception was never retrieved" when the process ends."""
+    _closing_tasks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.debug("closing an HTTP client failed", exc_info=task.exception())
+
+
 def _close_on_its_loop(client: openai.AsyncOpenAI, loop: asyncio.AbstractEventLoop | None) -> None:
     """Close a client on the loop that opened it, when that loop still runs (its sessions belong to it)."""
     if loop is None or loop.is_closed() or not loop.is_running():
         return
     try:
         if asyncio.get_running_loop() is loop:
-            loop.create_task(client.close())
+            closing_task = loop.create_task(client.close())
+            _closing_tasks.add(closing_task)  # held until done: the loop keeps only a weak reference
+            closing_task.add_done_callback(_closed)
             return
     except RuntimeError:  # no loop runs in this thread
         pass
