@@ -170,6 +170,12 @@ def test_a_training_rollout_whose_episode_differs_is_refused(tmp_path: Path) -> 
         label_batch.training_answers(tmp_path / "run.rollouts.jsonl", [], 1, first_step=1)
 
 
+def test_a_last_step_before_the_first_logged_step_takes_nothing() -> None:
+    """`--last-step 0` bounds the steps like any other number (it once read as no bound)."""
+    assert label_batch.training_answers(TRAINING_RUN, [], 100, first_step=0, last_step=0)[0] == []
+    assert label_batch.training_answers(TRAINING_RUN, [], 100, first_step=0, last_step=None)[0]
+
+
 def test_a_sample_is_seeded_kept_in_order_and_numbered_again() -> None:
     items, _ = label_batch.training_answers(TRAINING_RUN, [], 100, first_step=1, last_step=10)
     rows = [json.loads(line) for line in TRAINING_RUN.read_text().splitlines()]

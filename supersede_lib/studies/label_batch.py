@@ -179,7 +179,8 @@ def training_answers(
     ]
     episodes: dict[str, Episode] = {}
     keyed = []
-    for row in (row for row in rows if first_step <= row["step"] <= (last_step or row["step"])):
+    up_to = (lambda step: step <= last_step) if last_step is not None else (lambda step: True)
+    for row in (row for row in rows if first_step <= row["step"] and up_to(row["step"])):
         if row["episode_id"] not in episodes:
             episodes[row["episode_id"]] = training_episode(row, run_config, rollouts_path)
         episode = episodes[row["episode_id"]]
