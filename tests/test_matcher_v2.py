@@ -26,6 +26,12 @@ batch S4:
 - A value that is the whole subject of a relation to a named person is that person's partner, not the
   user's: "Elena is dating Dev."
 - An activity's bare stem names it: "Woodwork workshops" for woodworking, as "woodworker" does.
+
+Matcher v5 (docs/preregistration.md, "Matcher v5") adds rules written on S4's misses, measured on
+batch S5: a clock time written with a period, a session stamp's clock, a rate worked out from the
+answer and a number the question names are no rival values; a web address reads as its name; a
+one-word name may be written as two; "are over" ends a value; a notes key that its own line repeats
+only labels the line.
 """
 
 import pytest
@@ -157,7 +163,80 @@ ACTIVITY_STEM_CASES = [
 ]
 
 
+TEN_K = "How fast is my best 10K so far?"
+FIVE_K = "What's my personal best 5K time?"
+HALF_MARATHONS = "What's my running total of half marathons run?"
+WORKPLACE = "Where do I work at the moment?"
+GYM = "Where do I work out these days?"
+
+CLOCK_PERIOD_CASES = [
+    ("52.13", ["52:13"], ["53:00"], TEN_K, "correct"),
+    ("My best 10K is 53.00.", ["52:13"], ["53:00"], TEN_K, "stale"),
+    # controls: an amount keeps its period; so does a number where no value is a clock time
+    ("$52.13", ["52:13"], ["53:00"], TEN_K, "wrong"),
+    ("My budget is 52.13.", ["52"], ["53"], "What's my monthly grocery budget?", "wrong"),
+]
+
+STAMP_CLOCK_CASES = [
+    ("running count: 4 half marathons (Thu) 08:05", ["5"], ["4"], HALF_MARATHONS, "stale"),
+    ("Your fastest 5K is 30:20, logged on 2023/05/29 (Mon) at 20:0", ["30:20"], ["30:51"], FIVE_K, "correct"),
+    # control: a clock time after no weekday is still read
+    ("4 half marathons, 08:05", ["5"], ["4"], HALF_MARATHONS, "ambiguous"),
+]
+
+RATE_AND_QUESTION_NUMBER_CASES = [
+    ("The fastest 10K is 52:13, which is 2.4 minutes per mile.", ["52:13"], ["53:00"], TEN_K, "correct"),
+    ("My best 5K is currently 30:14, which is 1 week ahead.", ["30:14"], ["30:49"], FIVE_K, "correct"),
+    # controls: a number that is no rate, a list of times, a rival rate where the gold is a rate
+    ("The fastest 10K is 52:13 or 2.4 minutes.", ["52:13"], ["53:00"], TEN_K, "wrong"),
+    ("30:14, 31:02 or 29:55", ["30:14"], ["30:49"], FIVE_K, "wrong"),
+    (
+        "9 minutes per mile, maybe 8 minutes per mile",
+        ["9 minutes per mile"],
+        ["10 minutes per mile"],
+        "",
+        "wrong",
+    ),
+]
+
+WEB_ADDRESS_CASES = [
+    ("company website: https://www.pfizer.com", ["Pfizer"], ["Atlassian"], WORKPLACE, "correct"),
+    ("I work at atlassian.com", ["Pfizer"], ["Atlassian"], WORKPLACE, "stale"),
+    # control: an address names its host, not its path
+    ("See https://www.example.com/pfizer-news", ["Pfizer"], ["Atlassian"], WORKPLACE, "wrong"),
+]
+
+SPLIT_WORD_CASES = [
+    ("You go to any time Fitness.", ["Anytime Fitness"], ["YMCA"], GYM, "correct"),
+    ("Bee keeping", ["beekeeping"], ["archery"], FUN, "correct"),
+    # controls: the split word alone, the name without it
+    ("any time you like", ["Anytime Fitness"], ["YMCA"], GYM, "wrong"),
+    ("Go to Fitness.", ["Anytime Fitness"], ["YMCA"], GYM, "wrong"),
+]
+
+ENDING_CASES = [
+    ("Partner: Amara. Things with Theo are over.", ["Amara"], ["Theo"], DATING, "correct"),
+    ("Theo is over.", ["Amara"], ["Theo"], DATING, "wrong"),
+    # control: "over" that goes on ends nothing
+    ("Amara is over the moon.", ["Amara"], ["Theo"], DATING, "correct"),
+]
+
+KEY_ECHO_CASES = [
+    ("Things with Theo: things with Theo are over\nPartner: Amara", ["Amara"], ["Theo"], DATING, "correct"),
+    # controls: a key its line does not repeat, a line that repeats its key and asserts it
+    ("Theo: things are over\nPartner: Amara", ["Amara"], ["Theo"], DATING, "ambiguous"),
+    ("Theo: Theo\nPartner: Amara", ["Amara"], ["Theo"], DATING, "ambiguous"),
+]
+
+
 RULES = {
+    "a clock time may be written with a period": CLOCK_PERIOD_CASES,
+    "a session stamp's clock is no value": STAMP_CLOCK_CASES,
+    "a rate or a number the question names is no rival": RATE_AND_QUESTION_NUMBER_CASES,
+    "a web address reads as its name": WEB_ADDRESS_CASES,
+    "a one-word name may be written as two": SPLIT_WORD_CASES,
+    "are over ends a value": ENDING_CASES,
+    "a key its line repeats only labels the line": KEY_ECHO_CASES,
     "a value in a relation with another person is not the user's": RELATION_CASES,
     "an activity's bare stem names it": ACTIVITY_STEM_CASES,
     "a short name with an ampersand is one word": AMPERSAND_CASES,

@@ -44,10 +44,12 @@ from supersede_lib.eval.matcher_text import (
     activity_forms,
     agent_nouns,
     analyse,
+    clock_periods_as_colons,
     content_stems,
     is_number,
     normalize,
     occurrences,
+    split_word_spans,
     stem,
 )
 from supersede_lib.eval.matcher_words import (
@@ -57,6 +59,7 @@ from supersede_lib.eval.matcher_words import (
     CONTRACTED_DENIALS,
     DENIAL_FRAMES,
     DOUBTS,
+    ENDINGS,
     FORWARD_AFTER,
     FORWARD_BEFORE,
     GUESS_MARKERS,
@@ -104,6 +107,8 @@ MIN_SLOT_STEM_CHARS = 4
 """A question word this long or longer names the asked kind in the words built on it ("hobbyist")."""
 MAX_PROPER_NAME_TOKENS = 4
 """A capitalised rival item up to this long counts as a second candidate ("Denver and Salt Lake City")."""
+MAX_RATE_UNIT_TOKENS = 2
+"""How many unit words may stand between a number and its "per" ("2.4 minutes per mile")."""
 MIN_SHORT_FORM_CHARS = 3
 """A short form's every word is this long or longer: a fragment ("CR") names nothing alone."""
 
@@ -281,10 +286,25 @@ def _is_context(text: AnalysedText, start: int, end: int, framing: Framing) -> b
             _framed_by(text, start, PAST_FRAMES)
             or _marker_before(text, start, PAST_BEFORE, CONTEXT_WINDOW, PAST_SCAN_BOUNDARIES)
             or _marker_after(text, end, PAST_AFTER, CONTEXT_WINDOW, PAST_AFTER_ACROSS_CLAUSES)
+            or _ended_after(text, end)
         )
     return _marker_before(text, start, FORWARD_BEFORE, CONTEXT_WINDOW) or _marker_after(
         text, end, FORWARD_AFTER, CONTEXT_WINDOW, frozenset(FORWARD_AFTER)
     )
+
+
+def _ended_after(text: AnalysedText, end: int) -> bool:
+    """An ending closes the value's clause within CONTEXT_WINDOW tokens ("things with Theo are over"):
+    the value is history (matcher v5). The ending must close the clause, so "Amara is over the moon"
+    ends nothing."""
+    for position in range(end, min(end + CONTEXT_WINDOW, len(text.words))):
+        if text.breaks[position]:
+            return False
+        for ending in ENDINGS:
+            closes = position + len(ending)
+            if text.words[position:closes] == ending and (closes == len(text.words) or text.breaks[closes]):
+                return True
+    return False
 
 
 def _is_timestamp_weekday(text: AnalysedText, start: int, end: int) -> bool:
@@ -446,6 +466,7 @@ def _value_hits(
     """Mentions of `value`: exact runs (or, for an `activity`, its doer: see `_agent_noun_spans`)
     neither denied nor (with a `framing`) context; else overlap."""
     spans = [(start, start + len(value)) for start in occurrences(text.words, value)]
+    spans += split_word_spans(text.words, text.breaks, value)
     spans += _agent_noun_spans(text, value) if activity else []
     hits = [
         _Hit(frozenset(range(start, end)), exact=True)
@@ -595,6 +616,8 @@ class _HedgeContext:
     weekday_gold: bool  # the gold's only date part is a day of the week ("Wednesday")
     framing: Framing
     question_stems: frozenset[str] = frozenset()  # the asked slot's own words ("hobby")
+    question_numbers: frozenset[str] = frozenset()  # numbers the question names ("my best 10K")
+    gold_is_rate: bool = False  # the gold is itself a rate ("9 minutes per mile")
 
 
 def _offered_number(context: _HedgeContext, position: int, dates_count: bool) -> bool:
@@ -602,6 +625,8 @@ def _offered_number(context: _HedgeContext, position: int, dates_count: bool) ->
     text = context.text
     word = text.words[position]
     if not is_number(word) or word in context.gold_numbers or position in context.covered:
+        return False
+    if word in context.question_numbers or (not context.gold_is_rate and _is_rate(text, position)):
         return False
     if text.questions[position] or position in context.history:
         return False
@@ -611,6 +636,19 @@ def _offered_number(context: _HedgeContext, position: int, dates_count: bool) ->
     return not (
         _is_denied(text, position, position + 1) or _is_context(text, position, position + 1, context.framing)
     )
+
+
+def _is_rate(text: AnalysedText, position: int) -> bool:
+    """The number is a rate ("2.4 minutes per mile", "$12 per hour"): "per" follows within
+    MAX_RATE_UNIT_TOKENS tokens of the same clause. A pace or price worked out from the answer is no
+    second candidate for it (matcher v5)."""
+    following = text.words[position + 1 : position + 2 + MAX_RATE_UNIT_TOKENS]
+    for offset, word in enumerate(following, start=position + 1):
+        if text.breaks[offset]:
+            return False
+        if word == "per":
+            return True
+    return False
 
 
 def _date_is_a_rival(context: _HedgeContext, words: Sequence[str]) -> bool:
@@ -988,7 +1026,7 @@ def score_answer(
     if answer is None or not answer.strip():
         return Score("wrong", False, False, 0.0, "empty")
 
-    text = analyse(SPEAKER_LABEL.sub("", answer))
+    text = analyse(clock_periods_as_colons(SPEAKER_LABEL.sub("", answer), [*golds, *stales]))
     framing: Framing = "forward" if asks_previous_value else "past"
     # An abstention item's "gold" explains why there is no answer: there is nothing to match.
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
@@ -1049,6 +1087,7 @@ def _asserted_hits(
         if not _is_asked(text, hit)
         and not _hit_is_someone_elses(text, hit, not_others)
         and not _hit_is_attributed(text, hit, attribution)
+        and not _is_key_echo(text, hit, value)
     ]
     gold_hits = [
         hit
@@ -1057,9 +1096,28 @@ def _asserted_hits(
         if not _is_asked(text, hit)
         and not _hit_is_someone_elses(text, hit, not_others)
         and not _hit_is_attributed(text, hit, attribution)
+        and not _is_key_echo(text, hit, value)
         and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
     ]
     return gold_hits, stale_hits
+
+
+def _is_key_echo(text: AnalysedText, hit: _Hit, value: Sequence[str]) -> bool:
+    """The mention is in a notes line's key and the line's text names the value again ("Theo: things
+    with Theo are over"): the key only labels the line, whose own mention decides (matcher v5)."""
+    if not hit.exact:
+        return False
+    start, end = min(hit.positions), max(hit.positions) + 1
+    line_start = start
+    while line_start > 0 and text.breaks[line_start] < LIST:
+        if text.colons[line_start]:
+            return False  # after the line's colon: the mention is in its text, not its key
+        line_start -= 1
+    colon = next((p for p in range(end, len(text.words)) if text.colons[p] or text.breaks[p] >= LIST), None)
+    if colon is None or not text.colons[colon] or text.breaks[colon] >= LIST:
+        return False
+    line_end = next((p for p in range(colon + 1, len(text.words)) if text.breaks[p] >= LIST), len(text.words))
+    return any(colon <= other and other + len(value) <= line_end for other in occurrences(text.words, value))
 
 
 def _hedge_context(
@@ -1097,6 +1155,8 @@ def _hedge_context(
         and any(word in WEEKDAYS for value in gold_values for word in value),
         framing=framing,
         question_stems=frozenset(content_stems(analyse(question).words)),
+        question_numbers=frozenset(word for word in analyse(question).words if is_number(word)),
+        gold_is_rate=any("per" in value for value in gold_values),
     )
 
 

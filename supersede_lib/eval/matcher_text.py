@@ -49,8 +49,20 @@ _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", 
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
 _NUMERIC_DATE = re.compile(
     r"\b((?:19|20)[0-9]{2})[/-](0?[1-9]|1[0-2])[/-](0?[1-9]|[12][0-9]|3[01])\b"
-    r"(\s*\([A-Za-z]{3}\))?(?:\s*(?:at\s+)?[0-2]?[0-9]:[0-5][0-9]\b)?"  # a stamp's weekday, clock time
+    r"(\s*\([A-Za-z]{3}\))?(?:\s*(?:at\s+)?[0-2]?[0-9]:(?:[0-5][0-9]\b|[0-5]?$))?"  # weekday, clock (v5: or cut)
 )
+_STAMP_CLOCK = re.compile(
+    r"(\((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\))\s*(?:at\s+)?[0-2]?[0-9]:(?:[0-5][0-9]\b|[0-5]?$)"
+)
+"""A time stamp's clock after its weekday, with no date before it or cut at the end ("(Thu) 08:05",
+"(Mon) at 20:0"): echoed from the sessions' stamps, it is no value (matcher v5)."""
+_WEB_ADDRESS = re.compile(
+    r"\b(?:https?://)?(?:www\.)?([A-Za-z][A-Za-z0-9-]*)\.(?:com|org|net|io|co|ai|edu|gov)\b(?:\.[a-z]{2}\b)?(?:/\S*)?"
+)
+"""A web address reads as the name it is built on ("https://www.pfizer.com" -> "pfizer"): its scheme,
+"www" and ending are no words of the answer (matcher v5)."""
+_CLOCK_VALUE = re.compile(r"\s*[0-9]{1,3}:[0-5][0-9]\s*")
+_CLOCK_WITH_PERIOD = re.compile(r"(?<![0-9.$\u20ac\u00a3])([0-9]{1,3})\.([0-5][0-9])(?![0-9%])")
 _CURRENCY_SYMBOLS = re.compile(r"[$\u20ac\u00a3\u00a5\u20b9\u20a9]")
 _POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
 # "'s" before one of these is "is" or "has" ("Nadia's your partner", "Denver's where"), not whose
@@ -179,13 +191,26 @@ def _prepare(text: str) -> str:
     stripped = "".join(ch for ch in unicodedata.normalize("NFKD", composed) if not unicodedata.combining(ch))
     prepared = unicodedata.normalize("NFKC", stripped).translate(_QUOTES)
     prepared = _THOUSANDS_SEPARATOR.sub("", prepared)
+    prepared = _WEB_ADDRESS.sub(r"\1", prepared)
     # "2023/05/30" reads as "2023 May 30": a date in words, which the hedge rules know is not a value
     prepared = _NUMERIC_DATE.sub(
         lambda m: f"{m[1]} {MONTH_NAMES[int(m[2]) - 1]} {int(m[3])}{m[4] or ''}", prepared
     )
+    prepared = _STAMP_CLOCK.sub(r"\1", prepared)
     prepared = _NUMBER_DASH.sub("-", prepared)  # "3–4" is the range "3-4", not a list of two items
     prepared = _CURRENCY_SYMBOLS.sub(" ", prepared.replace("%", " percent "))
     return _POSSESSIVE.sub(_possessive_or_contraction, prepared).replace("'", "")
+
+
+def clock_periods_as_colons(text: str, values: Iterable[str]) -> str:
+    """`text` with "52.13" read as the clock time 52:13 when one of `values` is a clock time (m:ss).
+
+    Where the asked thing is a time, a period between minutes and seconds is the clock's colon, as
+    small models write it (matcher v5); elsewhere "52.13" stays a decimal. Amounts ("$52.13") and
+    shares ("5.25%") keep their period."""
+    if not any(_CLOCK_VALUE.fullmatch(value) for value in values):
+        return text
+    return _CLOCK_WITH_PERIOD.sub(r"\1:\2", text)
 
 
 def _possessive_or_contraction(match: re.Match[str]) -> str:
@@ -387,6 +412,44 @@ def content_stems(words: Iterable[str]) -> list[str]:
 def is_number(word: str) -> bool:
     """Whether a (canonical) token is a plain number."""
     return bool(_PLAIN_NUMBER.fullmatch(word))
+
+
+MIN_SPLIT_PART_CHARS = 3
+"""Each half of a word written as two is this long or longer ("any time" for "anytime"): "a part"
+is no "apart"."""
+
+
+def split_word_spans(
+    words: Sequence[str], breaks: Sequence[int], value: Sequence[str]
+) -> list[tuple[int, int]]:
+    """Spans where `value` occurs with some of its words written as two ("any time Fitness" for
+    "Anytime Fitness"): the same name, spaced apart (matcher v5). Exact runs are `occurrences`'."""
+    spans = []
+    for start in range(len(words)):
+        position, split = start, False
+        for word in value:
+            if position < len(words) and stem(words[position]) == stem(word):
+                position += 1
+            elif _written_as_two(words, breaks, position, word):
+                position, split = position + 2, True
+            else:
+                break
+        else:
+            if split:
+                spans.append((start, position))
+    return spans
+
+
+def _written_as_two(words: Sequence[str], breaks: Sequence[int], position: int, word: str) -> bool:
+    if position + 1 >= len(words) or breaks[position + 1]:
+        return False
+    first, second = words[position], words[position + 1]
+    return (
+        first.isalpha()
+        and second.isalpha()
+        and min(len(first), len(second)) >= MIN_SPLIT_PART_CHARS
+        and stem(first + second) == stem(word)
+    )
 
 
 def occurrences(words: Sequence[str], value: Sequence[str]) -> list[int]:

@@ -135,6 +135,9 @@ PAST_AFTER = phrases(
     "back then|in past|at one time|"
     "previous|former|old"
 )
+ENDINGS = phrases("is over|are over|was over|were over|has ended|have ended|had ended")
+"""Said after a value, at its clause's end, these end it: "things with Theo are over" (matcher v5);
+"Amara is over the moon" goes on, and ends nothing."""
 PAST_AFTER_ACROSS_CLAUSES = frozenset({("then",), ("later",)})  # "Tom, then Sarah"; not "Denver (previously
 # Austin)" or "Denver, and before that Austin", where the marker labels what follows it
 FORWARD_BEFORE = phrases(
