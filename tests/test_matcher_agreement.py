@@ -11,14 +11,17 @@ import pandas as pd
 import pytest
 
 from supersede_lib.eval.agreement import (
+    LABELLED_ANSWERS,
     LABELS_DIR,
     VERDICTS,
     agreement,
     credit_agreement,
     disagreements,
     grade_labelled_answers,
+    read_blind_batches,
     read_labelled_answers,
 )
+from supersede_lib.eval.matcher import MATCHER_VERSION
 
 MIN_AGREEMENT = 0.98
 MIN_TRAINED_VERDICT_AGREEMENT = 0.95
@@ -163,3 +166,29 @@ def test_every_labelled_answer_can_be_put_to_the_judge() -> None:
     prompts = {row["id"]: judge.judge_prompt(_episode_for(row), row["answer"])[0]["content"] for row in rows}
     abstention = next(row for row in rows if row["is_abstention"])
     assert "Why it is unanswerable: The information is not available" in prompts[abstention["id"]]
+
+
+def test_each_blind_batch_is_labelled_and_the_current_rounds_record_reproduces() -> None:
+    """labels/blind_batches.jsonl records what each rule round measured on its fresh batch, graded once
+    at its freeze. Every batch's id range holds the answers it counts; the latest is the current
+    matcher's round, and grading its labels now gives the recorded counts (so the record, which reports
+    quote, cannot drift from the code; a new round must add its batch)."""
+    batches = read_blind_batches()
+    rows = read_labelled_answers(LABELLED_ANSWERS)
+    for batch in batches:
+        assert sum(batch.holds(row["id"]) for row in rows) == batch.n, batch.batch
+    latest = batches[-1]
+    assert latest.matcher == MATCHER_VERSION
+    graded = grade_labelled_answers(row for row in rows if latest.holds(row["id"]))
+    assert (
+        int(((graded["label"] == "correct") == (graded["verdict"] == "correct")).sum())
+        == latest.credit_agrees
+    )
+    assert int((graded["label"] == graded["verdict"]).sum()) == latest.verdict_agrees
+
+
+def test_a_blind_batch_line_without_a_field_is_named(tmp_path) -> None:
+    path = tmp_path / "batches.jsonl"
+    path.write_text('{"batch": "S9", "first_id": "ans-1", "last_id": "ans-2", "matcher": "v9"}\n')
+    with pytest.raises(ValueError, match=r"batches.jsonl, line 1: field 'frozen_at' is missing"):
+        read_blind_batches(path)

@@ -15,6 +15,7 @@ from conftest import make_episode  # noqa: E402
 
 from supersede_lib.agent.notes_edits import parse_edit_lines, repair_prose_reply
 from supersede_lib.agent.rollout import BoundedMemoryRollout
+from supersede_lib.eval.agreement import read_blind_batches
 from supersede_lib.studies import evaluation_sets, prereg_analysis, preregistered, profiles
 from supersede_lib.studies.evaluation_sets import set_settings
 from supersede_lib.studies.training import planned_arms
@@ -361,6 +362,9 @@ def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_
     )
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "not reported" not in text and "credit agrees 100.0%" in text
+    assert "was revised after the registered verdict" in text  # and what it measured out of sample
+    latest = read_blind_batches()[-1]
+    assert f"its credit agreed {latest.credit_agrees}/{latest.n}" in text
     assert "rests on a disputed labelling convention:** 120 correct by the labels, 0 under" in text
 
 

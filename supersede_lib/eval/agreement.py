@@ -27,6 +27,8 @@ from supersede_lib.eval.runner import run_sync
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 LABELS_DIR = Path(__file__).parent / "labels"  # research data the library reads: shipped with the package
 LABELLED_ANSWERS = LABELS_DIR / "labelled_answers.jsonl"
+BLIND_BATCHES = LABELS_DIR / "blind_batches.jsonl"
+"""The fresh blind batches of trained answers, each graded once by a matcher frozen before it was read."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,59 @@ def read_labelled_answers(path: str | Path) -> list[dict[str, Any]]:
     """The labelled answers, one dict per JSON line."""
     with Path(path).open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
+
+
+@dataclass(frozen=True)
+class BlindBatch:
+    """One fresh blind batch (`blind_batches.jsonl`) and what its matcher measured on it, graded once at
+    its freeze: the out-of-sample agreement, which later rule rounds (developed on it) cannot claim."""
+
+    batch: str
+    first_id: str
+    last_id: str
+    matcher: str
+    frozen_at: str
+    n: int
+    credit_agrees: int
+    verdict_agrees: int
+
+    @property
+    def credit_share(self) -> float:
+        return self.credit_agrees / self.n
+
+    def holds(self, answer_id: str) -> bool:
+        """Whether the labelled answer `answer_id` ("ans-3950") belongs to this batch."""
+        return _id_number(self.first_id) <= _id_number(answer_id) <= _id_number(self.last_id)
+
+
+def _id_number(answer_id: str) -> int:
+    return int(answer_id.removeprefix("ans-"))
+
+
+def read_blind_batches(path: str | Path = BLIND_BATCHES) -> list[BlindBatch]:
+    """The blind batches in the order they were graded; a malformed line is named by file, line, field."""
+    batches = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        graded = row.get("graded_once", {})
+        missing = [field for field in _BATCH_FIELDS if field not in row] + [
+            f"graded_once.{field}" for field in _GRADED_FIELDS if field not in graded
+        ]
+        if missing:
+            raise ValueError(f"{path}, line {number}: field {missing[0]!r} is missing")
+        batches.append(
+            BlindBatch(
+                *(row[field] for field in _BATCH_FIELDS[:-1]),
+                *(int(graded[field]) for field in _GRADED_FIELDS),
+            )
+        )
+    return batches
+
+
+_BATCH_FIELDS = ("batch", "first_id", "last_id", "matcher", "frozen_at", "graded_once")
+_GRADED_FIELDS = ("n", "credit_agrees", "verdict_agrees")
 
 
 def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

@@ -22,8 +22,9 @@ A mention of a value is one of:
 - asked: in a sentence that ends with a question mark ("Did you move to Denver?"): asserts nothing.
 - context: framed as another time than the one asked about. For a question about the current value,
   past framing ("you used to live in Denver", "moved from Detroit", "finally free of T-Mobile",
-  "Tom, then Sarah"); for a question about an earlier value (`asks_previous_value`), forward framing
-  ("before I moved to Minneapolis", "now $400,000"). Context mentions are history, not the answer.
+  "Tom, then Sarah", "things with Theo are over"); for a question about an earlier value
+  (`asks_previous_value`), forward framing ("before I moved to Minneapolis", "now $400,000"). Context
+  mentions are history, not the answer.
 - asserted: anything else.
 """
 
@@ -91,6 +92,9 @@ from supersede_lib.eval.matcher_words import (
 Verdict = Literal["correct", "stale", "ambiguous", "wrong"]
 Framing = Literal["past", "forward"]
 
+MATCHER_VERSION = "v5"
+"""The rule round this matcher is (docs/preregistration.md, "Matcher v2" ... "Matcher v5"): each round is
+frozen before a fresh blind batch is read and graded once on it (labels/blind_batches.jsonl)."""
 MAX_ANSWER_CHARS = 400
 """Answers longer than this (stripped) earn no r_cur: dumping text is not answering."""
 OVERLAP_RECALL_THRESHOLD = 0.75

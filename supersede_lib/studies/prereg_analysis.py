@@ -459,7 +459,22 @@ def reporting_status(profile: Profile, table: pd.DataFrame, instrument: pd.DataF
             "instrument must hold on trained answers; the rows are the record, and the instrument table "
             f"shows them graded by the labels.{caveat}"
         )
-    return f"Instrument check: {measured} (see the labels README).{caveat}"
+    return f"Instrument check: {measured} (see the labels README).{_revised_matcher_caveat()}{caveat}"
+
+
+def _revised_matcher_caveat() -> str:
+    """The matcher crossed the bar in rule rounds after the registered verdict: say so, beside what its
+    latest round measured out of sample (the last blind batch, graded once at its freeze)."""
+    from supersede_lib.eval.agreement import read_blind_batches
+    from supersede_lib.eval.matcher import MATCHER_VERSION
+
+    latest = read_blind_batches()[-1]
+    return (
+        f" The matcher grading them ({MATCHER_VERSION}) was revised after the registered verdict, in rule "
+        "rounds written on other answers (docs/preregistration.md); on the latest fresh blind batch of "
+        f"trained answers, graded once at its freeze ({latest.batch}, matcher {latest.matcher}), its credit "
+        f"agreed {latest.credit_agrees}/{latest.n} = {latest.credit_share:.1%}."
+    )
 
 
 def _disputed_conventions(trained: pd.DataFrame) -> str:
