@@ -68,7 +68,9 @@ def test_matcher_on_trained_adapters_answers(graded) -> None:
     trained answers"). Under matcher v2 (developed on them and S1): verdict 699/720 = 97.1%, credit
     712/720 = 98.9%. Batch S4b (236 sampled rollouts of these runs, blind, graded once at v4's freeze):
     verdict 223/236 = 94.5%, credit 227/236 = 96.2%; with it, the pool of 956: verdict 922/956 = 96.4%,
-    credit 939/956 = 98.2%."""
+    credit 939/956 = 98.2%. Batch S5 (300 more, blind, graded once at v5's freeze): verdict 282/300 =
+    94.0%, credit 288/300 = 96.0%; with it, under v5, the pool of 1,256: verdict 1210/1256 = 96.3%,
+    credit 1233/1256 = 98.2%."""
     trained = _trained(graded, registered=False)
     assert len(trained) >= 150  # the issue asks for at least 150 labelled trained answers
     assert credit_agreement(trained) >= MIN_AGREEMENT, f"{credit_agreement(trained):.1%}"
@@ -93,7 +95,8 @@ def test_matcher_on_the_registered_runs_answers_is_measured_not_tuned(graded) ->
     S3 verdict 227/240 = 94.6%, credit 232/240 = 96.7%, as v2; the pool of 2,255, verdict 2185/2255 =
     96.9%, credit 97.7%. Matcher v4 (two rules written on S3, measured once on batch S4): on S4a, the 124
     registered rollout answers S3 left, verdict 118/124 = 95.2%, credit 122/124 = 98.4% (v3 121/124); the
-    pool of 2,379, verdict 2305/2379 = 96.9%, credit 97.8%."""
+    pool of 2,379, verdict 2305/2379 = 96.9%, credit 97.8%. Matcher v5 (rules written on S4, measured
+    once on S5 outside this pool) fixes three of its test rows: verdict 2309/2379 = 97.1%, credit 97.9%."""
     registered = _trained(graded, registered=True)
     assert len(registered) >= 150  # amendment 1: at least 150 blind labels before a trained number
     assert credit_agreement(registered) >= MIN_TRAINED_VERDICT_AGREEMENT, (
