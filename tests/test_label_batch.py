@@ -134,6 +134,7 @@ def test_grade_reports_the_batch_agreement() -> None:
     text = label_batch.grade(R3_FIRST, R3_LAST)
     assert text.startswith(f"ans-{R3_FIRST}...ans-{R3_LAST}: verdict ")
     assert "ans-1675" in text  # the batch's one known disagreement (labels README, batch R3)
+    assert "answers whose readers did not call them borderline)" in text
 
 
 TRAINING_RUN = (

@@ -188,6 +188,12 @@ def test_each_blind_batch_is_labelled_and_the_current_rounds_record_reproduces()
         == latest.credit_agrees
     )
     assert int((graded["label"] == graded["verdict"]).sum()) == latest.verdict_agrees
+    clear = graded[~graded["borderline"]]
+    assert len(clear) == latest.clear_n
+    assert (
+        int(((clear["label"] == "correct") == (clear["verdict"] == "correct")).sum())
+        == latest.clear_credit_agrees
+    )
 
 
 def test_a_blind_batch_line_without_a_field_is_named(tmp_path) -> None:

@@ -64,10 +64,16 @@ class BlindBatch:
     n: int
     credit_agrees: int
     verdict_agrees: int
+    clear_n: int  # the answers whose label's reason is not marked borderline by its readers
+    clear_credit_agrees: int
 
     @property
     def credit_share(self) -> float:
         return self.credit_agrees / self.n
+
+    @property
+    def clear_credit_share(self) -> float:
+        return self.clear_credit_agrees / self.clear_n
 
     def holds(self, answer_id: str) -> bool:
         """Whether the labelled answer `answer_id` ("ans-3950") belongs to this batch."""
@@ -101,11 +107,13 @@ def read_blind_batches(path: str | Path = BLIND_BATCHES) -> list[BlindBatch]:
 
 
 _BATCH_FIELDS = ("batch", "first_id", "last_id", "matcher", "frozen_at", "graded_once")
-_GRADED_FIELDS = ("n", "credit_agrees", "verdict_agrees")
+_GRADED_FIELDS = ("n", "credit_agrees", "verdict_agrees", "clear_n", "clear_credit_agrees")
 
 
 def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per labelled answer: its id, human `label`, the matcher's `verdict` and `reason`."""
+    """One row per labelled answer: its id, human `label`, the matcher's `verdict` and `reason`, and whether
+    the label's readers called it `borderline` (their reason says so): where the readers hesitate, a
+    disagreement may be the label's as much as the matcher's."""
     graded = []
     for row in rows:
         score = score_answer(
@@ -126,11 +134,22 @@ def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 "verdict": score.verdict,
                 "reason": score.reason,
                 "n_copies": row.get("n_copies", 1),
+                "borderline": "borderline" in str(row.get("reason", "")).casefold(),
             }
         )
     return pd.DataFrame(
         graded,
-        columns=["id", "population", "question", "answer", "label", "verdict", "reason", "n_copies"],
+        columns=[
+            "id",
+            "population",
+            "question",
+            "answer",
+            "label",
+            "verdict",
+            "reason",
+            "n_copies",
+            "borderline",
+        ],
     )
 
 

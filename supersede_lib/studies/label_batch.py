@@ -319,9 +319,11 @@ def grade(first_id: int, last_id: int, labelled_path: Path = LABELLED_ANSWERS) -
     graded = grade_labelled_answers(rows)
     verdicts = agreement(graded)
     missed = disagreements(graded)[["id", "label", "verdict", "answer"]]
+    clear = graded[~graded["borderline"]]
     return (
         f"ans-{first_id}...ans-{last_id}: verdict {verdicts.agreed:.0f}/{verdicts.total:.0f} = {verdicts.share:.1%}, "
-        f"credit {credit_agreement(graded):.1%}\n\n{verdicts.matrix.to_string()}\n\n"
+        f"credit {credit_agreement(graded):.1%} ({credit_agreement(clear):.1%} of the {len(clear)} answers "
+        f"whose readers did not call them borderline)\n\n{verdicts.matrix.to_string()}\n\n"
         + (missed.to_string(index=False) if len(missed) else "no disagreements")
     )
 

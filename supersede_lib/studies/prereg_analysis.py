@@ -473,7 +473,8 @@ def _revised_matcher_caveat() -> str:
         f" The matcher grading them ({MATCHER_VERSION}) was revised after the registered verdict, in rule "
         "rounds written on other answers (docs/preregistration.md); on the latest fresh blind batch of "
         f"trained answers, graded once at its freeze ({latest.batch}, matcher {latest.matcher}), its credit "
-        f"agreed {latest.credit_agrees}/{latest.n} = {latest.credit_share:.1%}."
+        f"agreed {latest.credit_agrees}/{latest.n} = {latest.credit_share:.1%} ({latest.clear_credit_agrees}/"
+        f"{latest.clear_n} = {latest.clear_credit_share:.1%} on the answers its readers did not call borderline)."
     )
 
 
