@@ -31,7 +31,10 @@ Matcher v5 (docs/preregistration.md, "Matcher v5") adds rules written on S4's mi
 batch S5: a clock time written with a period, a session stamp's clock, a rate worked out from the
 answer and a number the question names are no rival values; a web address reads as its name; a
 one-word name may be written as two; "are over" ends a value; a notes key that its own line repeats
-only labels the line.
+only labels the line. After adoption a property test (the last below) found hedges of two times graded
+correct: one v5 opened (a rate offered as an alternative) and two older (a second time sharing a number
+with the gold's, or running into it across a list break); closed without changing any verdict on a
+labelled or recorded answer.
 """
 
 import pytest
@@ -197,6 +200,13 @@ RATE_AND_QUESTION_NUMBER_CASES = [
         "",
         "wrong",
     ),
+    # and rates offered as alternatives, not worked out from the answer, stay candidates
+    ("30:14 per race or 31:02 per race", ["31:02"], ["30:49"], FIVE_K, "wrong"),
+    ("Maybe 30:14 per race, maybe 31:02 per race", ["30:14"], ["30:49"], FIVE_K, "wrong"),
+    # a second time that shares a number with the gold's is still a second time
+    ("30:14 or 30:15", ["30:14"], ["30:49"], FIVE_K, "wrong"),
+    ("20:21 or 21:19", ["21:19"], ["30:49"], FIVE_K, "wrong"),
+    ("20:20; 20:00", ["20:20"], ["30:49"], FIVE_K, "wrong"),
 ]
 
 WEB_ADDRESS_CASES = [
@@ -271,3 +281,22 @@ def test_a_make_alone_names_a_car_only_when_no_other_car_shares_it(
     if gold == stale:
         return
     assert verdict == ("wrong" if current_make == old_make else "correct")
+
+
+CLOCK_TIMES = st.tuples(st.integers(20, 59), st.integers(0, 59)).map(lambda time: f"{time[0]}:{time[1]:02d}")
+SUFFIXES = st.sampled_from(["", " per race", " per mile", " (Mon)", " minutes"])
+JOINS = st.sampled_from([" or ", ", maybe ", "; ", " and "])
+
+
+@given(first=CLOCK_TIMES, second=CLOCK_TIMES, suffix=SUFFIXES, join=JOINS)
+def test_two_times_offered_together_earn_no_credit_whichever_is_current(
+    first: str, second: str, suffix: str, join: str
+) -> None:
+    """The reward is the matcher: a policy that names two times with any decoration (v5 reads rates and
+    session stamps apart from values) is never graded correct whichever of them is current, even when the
+    two share a number ("30:14 or 30:15": a hole older than v5, closed with it)."""
+    if first == second:
+        return
+    answer = f"{first}{suffix}{join}{second}{suffix}"
+    for gold in (first, second):
+        assert score_answer(answer, [gold], ["19:00"], question=FIVE_K).verdict != "correct", (answer, gold)

@@ -113,6 +113,8 @@ MAX_PROPER_NAME_TOKENS = 4
 """A capitalised rival item up to this long counts as a second candidate ("Denver and Salt Lake City")."""
 MAX_RATE_UNIT_TOKENS = 2
 """How many unit words may stand between a number and its "per" ("2.4 minutes per mile")."""
+DERIVED_OPENERS = frozenset({"which", "ie"})
+"""Words that open a clause describing what was just said (", which is ...", ", i.e. ...")."""
 MIN_SHORT_FORM_CHARS = 3
 """A short form's every word is this long or longer: a fragment ("CR") names nothing alone."""
 
@@ -469,7 +471,12 @@ def _value_hits(
 ) -> list[_Hit]:
     """Mentions of `value`: exact runs (or, for an `activity`, its doer: see `_agent_noun_spans`)
     neither denied nor (with a `framing`) context; else overlap."""
-    spans = [(start, start + len(value)) for start in occurrences(text.words, value)]
+    numbers_only = all(map(is_number, value))  # a time ("20:20") is read as its two numbers
+    spans = [
+        (start, start + len(value))
+        for start in occurrences(text.words, value)
+        if not (numbers_only and any(text.breaks[p] >= LIST for p in range(start + 1, start + len(value))))
+    ]  # numbers across a list or sentence break are two items ("20:20; 20:00" holds 20:20 once)
     spans += split_word_spans(text.words, text.breaks, value)
     spans += _agent_noun_spans(text, value) if activity else []
     hits = [
@@ -622,15 +629,19 @@ class _HedgeContext:
     question_stems: frozenset[str] = frozenset()  # the asked slot's own words ("hobby")
     question_numbers: frozenset[str] = frozenset()  # numbers the question names ("my best 10K")
     gold_is_rate: bool = False  # the gold is itself a rate ("9 minutes per mile")
+    gold_clocks: frozenset[tuple[str, str]] = frozenset()  # the gold's clock times as number pairs
 
 
 def _offered_number(context: _HedgeContext, position: int, dates_count: bool) -> bool:
     """A number the answer offers besides the gold's own (negated or context ones excluded)."""
     text = context.text
     word = text.words[position]
-    if not is_number(word) or word in context.gold_numbers or position in context.covered:
+    if not is_number(word) or position in context.covered:
         return False
-    if word in context.question_numbers or (not context.gold_is_rate and _is_rate(text, position)):
+    clock = _clock_time_at(text, position)
+    if word in context.gold_numbers and (clock is None or clock in context.gold_clocks):
+        return False  # the gold's own number; not a part of another time ("30:15" beside gold 30:14)
+    if word in context.question_numbers or (not context.gold_is_rate and _is_derived_rate(text, position)):
         return False
     if text.questions[position] or position in context.history:
         return False
@@ -642,10 +653,28 @@ def _offered_number(context: _HedgeContext, position: int, dates_count: bool) ->
     )
 
 
-def _is_rate(text: AnalysedText, position: int) -> bool:
-    """The number is a rate ("2.4 minutes per mile", "$12 per hour"): "per" follows within
-    MAX_RATE_UNIT_TOKENS tokens of the same clause. A pace or price worked out from the answer is no
-    second candidate for it (matcher v5)."""
+def _clock_time_at(text: AnalysedText, position: int) -> tuple[str, str] | None:
+    """The clock time ("30:14", read as the numbers 30 and 14 across a colon) that the number at
+    `position` is a part of, as a pair; None for a number that is no part of one."""
+    words, colons = text.words, text.colons
+    if position + 1 < len(words) and colons[position + 1] and is_number(words[position + 1]):
+        return words[position], words[position + 1]
+    if position > 0 and colons[position] and is_number(words[position - 1]):
+        return words[position - 1], words[position]
+    return None
+
+
+def _is_derived_rate(text: AnalysedText, position: int) -> bool:
+    """The number is a rate worked out from the answer (", which is 2.4 minutes per mile"): "per"
+    follows within MAX_RATE_UNIT_TOKENS tokens, in a clause that opens with a DERIVED_OPENERS word. Such
+    a pace or price describes the answer and is no second candidate for it (matcher v5). A rate offered
+    as an alternative ("30:14 per race or 31:02 per race") is still a candidate: a rule that dropped
+    every rate would let a policy hedge by adding "per race" to each guess."""
+    clause_start = position
+    while clause_start > 0 and not text.breaks[clause_start]:
+        clause_start -= 1
+    if text.words[clause_start] not in DERIVED_OPENERS:
+        return False
     following = text.words[position + 1 : position + 2 + MAX_RATE_UNIT_TOKENS]
     for offset, word in enumerate(following, start=position + 1):
         if text.breaks[offset]:
@@ -720,11 +749,20 @@ def _is_hedged(context: _HedgeContext, gold_hits: list[_Hit]) -> bool:
     if not context.gold_numbers:
         return False
     offered = {
-        context.text.words[position]
+        _candidate_number(context.text, position)
         for position in range(len(context.text.words))
         if _offered_number(context, position, context.dates_count)
     }
     return len(offered) >= MAX_CANDIDATES
+
+
+def _candidate_number(text: AnalysedText, position: int) -> object:
+    """What an offered number counts as among the candidates: itself, or its place in the clock time it
+    is part of, so that "30:15" beside gold 30:14 counts twice, as "31:02" does."""
+    clock = _clock_time_at(text, position)
+    if clock is None:
+        return text.words[position]
+    return clock, 0 if position + 1 < len(text.words) and text.colons[position + 1] else 1
 
 
 def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
@@ -1161,6 +1199,9 @@ def _hedge_context(
         question_stems=frozenset(content_stems(analyse(question).words)),
         question_numbers=frozenset(word for word in analyse(question).words if is_number(word)),
         gold_is_rate=any("per" in value for value in gold_values),
+        gold_clocks=frozenset(
+            (value[0], value[1]) for value in gold_values if len(value) == 2 and all(map(is_number, value))
+        ),  # "30:14" is read as the two numbers 30 and 14
     )
 
 
