@@ -33,8 +33,9 @@ answer and a number the question names are no rival values; a web address reads 
 one-word name may be written as two; "are over" ends a value; a notes key that its own line repeats
 only labels the line. After adoption a property test (the last below) found hedges of two times graded
 correct: one v5 opened (a rate offered as an alternative) and two older (a second time sharing a number
-with the gold's, or running into it across a list break); closed without changing any verdict on a
-labelled or recorded answer.
+with the gold's, or running into it across a list break); another found notes lines that write the asked
+key twice with two names graded correct (older). All closed without changing any verdict on a labelled or
+recorded answer.
 """
 
 import pytest
@@ -239,7 +240,17 @@ KEY_ECHO_CASES = [
 ]
 
 
+SAME_KEY_CASES = [
+    ("partner: Amara\npartner: Theo", ["Amara"], ["Zed"], DATING, "wrong"),
+    ("partner: Amara\nex: Theo\npartner: Theo", ["Theo"], ["Zed"], DATING, "wrong"),
+    # controls: lines under other keys, the same value twice
+    ("partner: Amara\nex: Theo", ["Amara"], ["Zed"], DATING, "correct"),
+    ("partner: Amara\npartner: Amara", ["Amara"], ["Zed"], DATING, "correct"),
+]
+
+
 RULES = {
+    "two lines under the same key offer two values (v5 hardening)": SAME_KEY_CASES,
     "a clock time may be written with a period": CLOCK_PERIOD_CASES,
     "a session stamp's clock is no value": STAMP_CLOCK_CASES,
     "a rate or a number the question names is no rival": RATE_AND_QUESTION_NUMBER_CASES,
@@ -300,3 +311,20 @@ def test_two_times_offered_together_earn_no_credit_whichever_is_current(
     answer = f"{first}{suffix}{join}{second}{suffix}"
     for gold in (first, second):
         assert score_answer(answer, [gold], ["19:00"], question=FIVE_K).verdict != "correct", (answer, gold)
+
+
+NAMES = st.sampled_from(["Amara", "Theo", "Hannah", "Rafael", "Kenji", "Nadia"])
+KEYS = st.sampled_from(["partner", "current partner", "dating", "name"])
+OTHER_LINES = st.sampled_from(["", "gym: Blink Fitness\n", "ex: Marcus\n"])
+
+
+@given(first=NAMES, second=NAMES, key=KEYS, between=OTHER_LINES)
+def test_two_names_under_one_key_earn_no_credit_whichever_is_current(
+    first: str, second: str, key: str, between: str
+) -> None:
+    """A notes dump that writes the asked key twice with two names hedges, whatever lies between."""
+    if first == second:
+        return
+    answer = f"{key}: {first}\n{between}{key}: {second}"
+    for gold in (first, second):
+        assert score_answer(answer, [gold], ["Zed"], question=DATING).verdict != "correct", (answer, gold)

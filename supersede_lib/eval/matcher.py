@@ -577,15 +577,18 @@ def _item_of(segments: list[_Segment], hit: _Hit) -> tuple[int, int] | None:
 
 
 def _walk(
-    segments: list[_Segment], item: tuple[int, int], direction: int
+    segments: list[_Segment], item: tuple[int, int], direction: int, words: Sequence[str] = ()
 ) -> Iterator[tuple[int, bool, bool, bool]]:
     """Segments beside the item, nearest first, with whether an "or" / a sentence end / a strong
     separator lies in between. An item that gives advice ends the walk unless an "or" joins it to the
     answer ("Denver, but consider Boston or Austin" offers one answer; "Denver, or consider Boston" two).
     A label ends the walk too: what lies beyond it is another notes line's ("gym: Blink Fitness\nrest
-    days: 7"; "eat: fruits, vegetables, and nuts ... gym: Blink Fitness")."""
+    days: 7"; "eat: fruits, vegetables, and nuts ... gym: Blink Fitness"). But under a label (given the
+    text's `words`) the walk goes on through the lines under the same label and skips the others:
+    "partner: Amara\nex: Theo\npartner: Theo" offers two partners."""
     if direction > 0 and segments[item[1]].is_label:
         return  # "staff engineer: promoted": what follows the gold's colon is about the gold
+    own_label = _label_before(segments, item[0], words)
     index = item[1] + 1 if direction > 0 else item[0] - 1
     or_between = sentence_between = strong_between = False
     while 0 <= index < len(segments):
@@ -593,10 +596,29 @@ def _walk(
         or_between = or_between or boundary.or_before
         sentence_between = sentence_between or boundary.sentence_before
         strong_between = strong_between or boundary.strong_before
+        if own_label:
+            segment = segments[index]
+            key = (
+                _segment_words(segment, words) if segment.is_label else _label_before(segments, index, words)
+            )
+            if key != own_label or segment.is_label:
+                index += direction  # only lines under the same key offer candidates for the same thing
+                continue
         if (segments[index].gives_advice and not or_between) or segments[index].is_label:
             return
         yield index, or_between, sentence_between, strong_between
         index += direction
+
+
+def _label_before(segments: list[_Segment], first: int, words: Sequence[str]) -> tuple[str, ...]:
+    """The words of the nearest label before segment `first` ("partner" in "partner: Amara"), if any:
+    the key whose line the segment is on."""
+    labels = [segment for segment in segments[:first] if segment.is_label] if words else []
+    return _segment_words(labels[-1], words) if labels else ()
+
+
+def _segment_words(segment: _Segment, words: Sequence[str]) -> tuple[str, ...]:
+    return tuple(words[segment.start : segment.end])
 
 
 def _is_calendar_number(word: str, neighbours: Sequence[str]) -> bool:
@@ -775,7 +797,9 @@ def _single_rival(context: _HedgeContext, item: tuple[int, int]) -> bool:
     }
     item_is_bare = not (frame & STOPWORDS)
     for direction in (-1, 1):
-        for index, or_between, sentence_between, strong_between in _walk(segments, item, direction):
+        for index, or_between, sentence_between, strong_between in _walk(
+            segments, item, direction, text.words
+        ):
             segment = segments[index]
             if _not_a_candidate(context, segment):
                 continue
@@ -873,7 +897,7 @@ def _enumerated(context: _HedgeContext, item: tuple[int, int]) -> bool:
         return False
     candidates: set[tuple[str, ...]] = set()
     for direction in (-1, 1):
-        for index, or_between, sentence_between, _ in _walk(segments, item, direction):
+        for index, or_between, sentence_between, _ in _walk(segments, item, direction, text.words):
             segment = segments[index]
             words = text.words[segment.start : segment.end]
             if _not_a_candidate(context, segment):
@@ -890,7 +914,7 @@ def _enumerated(context: _HedgeContext, item: tuple[int, int]) -> bool:
 def _or_joined_number(context: _HedgeContext, item: tuple[int, int]) -> bool:
     text, segments = context.text, context.segments
     for direction in (-1, 1):
-        for index, or_between, _, _ in _walk(segments, item, direction):
+        for index, or_between, _, _ in _walk(segments, item, direction, text.words):
             segment = segments[index]
             if not content_stems(text.words[segment.start : segment.end]):
                 continue
