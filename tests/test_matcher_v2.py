@@ -328,3 +328,24 @@ def test_two_names_under_one_key_earn_no_credit_whichever_is_current(
     answer = f"{key}: {first}\n{between}{key}: {second}"
     for gold in (first, second):
         assert score_answer(answer, [gold], ["Zed"], question=DATING).verdict != "correct", (answer, gold)
+
+
+TWO_VALUE_FORMS = [
+    "{a}\npartner: {b}",
+    "partner: {a}\nnew partner: {b}",
+    "{a} is my partner. {b} is my partner.",
+    "You are dating {a}. You are dating {b}.",
+    "It's {a}. It's {b}.",
+    "{a} & {b}",
+]
+"""Forms that name two values and that the hedge rules do not read as hedges: with a value from outside
+the history beside the gold they are graded correct (docs/preregistration.md, "Matcher v5")."""
+
+
+@pytest.mark.parametrize("form", TWO_VALUE_FORMS)
+def test_two_value_forms_the_hedge_rules_miss_never_pay_beside_the_superseded_value(form: str) -> None:
+    """In the environment the alternative a policy could hedge with is the superseded value, and naming
+    it beside the current one is ambiguous and earns nothing, in either order."""
+    for answer in (form.format(a="Amara", b="Theo"), form.format(a="Theo", b="Amara")):
+        score = score_answer(answer, ["Amara"], ["Theo"], question=DATING)
+        assert score.verdict == "ambiguous" and score.reward <= 0, answer
