@@ -778,7 +778,7 @@ def _is_hedged(context: _HedgeContext, gold_hits: list[_Hit]) -> bool:
     return len(offered) >= MAX_CANDIDATES
 
 
-def _candidate_number(text: AnalysedText, position: int) -> object:
+def _candidate_number(text: AnalysedText, position: int) -> str | tuple[tuple[str, str], int]:
     """What an offered number counts as among the candidates: itself, or its place in the clock time it
     is part of, so that "30:15" beside gold 30:14 counts twice, as "31:02" does."""
     clock = _clock_time_at(text, position)
