@@ -77,10 +77,13 @@ class BlindBatch:
 
     def holds(self, answer_id: str) -> bool:
         """Whether the labelled answer `answer_id` ("ans-3950") belongs to this batch."""
-        return _id_number(self.first_id) <= _id_number(answer_id) <= _id_number(self.last_id)
+        return (
+            answer_id_number(self.first_id) <= answer_id_number(answer_id) <= answer_id_number(self.last_id)
+        )
 
 
-def _id_number(answer_id: str) -> int:
+def answer_id_number(answer_id: str) -> int:
+    """The number of a labelled answer's id ("ans-3950" -> 3950): ids run in the order answers were added."""
     return int(answer_id.removeprefix("ans-"))
 
 

@@ -1196,6 +1196,7 @@ def _hedge_context(
     question: str = "",
 ) -> _HedgeContext:
     gold_positions = {position for hit in gold_hits for position in hit.positions}
+    question_words = analyse(question).words
     history = {
         position
         for value in stale_values
@@ -1220,8 +1221,8 @@ def _hedge_context(
         )
         and any(word in WEEKDAYS for value in gold_values for word in value),
         framing=framing,
-        question_stems=frozenset(content_stems(analyse(question).words)),
-        question_numbers=frozenset(word for word in analyse(question).words if is_number(word)),
+        question_stems=frozenset(content_stems(question_words)),
+        question_numbers=frozenset(word for word in question_words if is_number(word)),
         gold_is_rate=any("per" in value for value in gold_values),
         gold_clocks=frozenset(
             (value[0], value[1]) for value in gold_values if len(value) == 2 and all(map(is_number, value))

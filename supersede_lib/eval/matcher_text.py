@@ -47,13 +47,14 @@ _MAX_NUMBER_DIGITS = 15  # longer digit runs are ids, not amounts: never scaled
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2032": "'"})
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
+_CLOCK_OF_A_STAMP = (
+    r"(?:at\s+)?[0-2]?[0-9]:(?:[0-5][0-9]\b|[0-5]?$)"  # "21:04", "at 20:0" cut at the end (v5)
+)
 _NUMERIC_DATE = re.compile(
     r"\b((?:19|20)[0-9]{2})[/-](0?[1-9]|1[0-2])[/-](0?[1-9]|[12][0-9]|3[01])\b"
-    r"(\s*\([A-Za-z]{3}\))?(?:\s*(?:at\s+)?[0-2]?[0-9]:(?:[0-5][0-9]\b|[0-5]?$))?"  # weekday, clock (v5: or cut)
+    rf"(\s*\([A-Za-z]{{3}}\))?(?:\s*{_CLOCK_OF_A_STAMP})?"  # a stamp's weekday, clock time
 )
-_STAMP_CLOCK = re.compile(
-    r"(\((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\))\s*(?:at\s+)?[0-2]?[0-9]:(?:[0-5][0-9]\b|[0-5]?$)"
-)
+_STAMP_CLOCK = re.compile(rf"(\((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\))\s*{_CLOCK_OF_A_STAMP}")
 """A time stamp's clock after its weekday, with no date before it or cut at the end ("(Thu) 08:05",
 "(Mon) at 20:0"): echoed from the sessions' stamps, it is no value (matcher v5)."""
 _WEB_ADDRESS = re.compile(

@@ -34,6 +34,7 @@ from supersede_lib.eval.agreement import (
     LABELLED_ANSWERS,
     VERDICTS,
     agreement,
+    answer_id_number,
     credit_agreement,
     disagreements,
     grade_labelled_answers,
@@ -179,8 +180,10 @@ def training_answers(
     ]
     episodes: dict[str, Episode] = {}
     keyed = []
-    up_to = (lambda step: step <= last_step) if last_step is not None else (lambda step: True)
-    for row in (row for row in rows if first_step <= row["step"] and up_to(row["step"])):
+    in_steps = (
+        row for row in rows if first_step <= row["step"] and (last_step is None or row["step"] <= last_step)
+    )
+    for row in in_steps:
         if row["episode_id"] not in episodes:
             episodes[row["episode_id"]] = training_episode(row, run_config, rollouts_path)
         episode = episodes[row["episode_id"]]
@@ -312,7 +315,7 @@ def grade(first_id: int, last_id: int, labelled_path: Path = LABELLED_ANSWERS) -
     rows = [
         row
         for row in read_labelled_answers(labelled_path)
-        if first_id <= int(row["id"].split("-")[1]) <= last_id
+        if first_id <= answer_id_number(row["id"]) <= last_id
     ]
     if not rows:
         raise LabelBatchError(f"{labelled_path}: no labelled ids between ans-{first_id} and ans-{last_id}")
@@ -373,7 +376,7 @@ def sample_items(
 def write_training_packets(arguments: argparse.Namespace) -> None:
     """Packets of every new answer of the named training runs, ids running on from run to run."""
     labelled = list(read_labelled_answers(LABELLED_ANSWERS))
-    first_id = arguments.first_id or 1 + max(int(row["id"].split("-")[1]) for row in labelled)
+    first_id = arguments.first_id or 1 + max(answer_id_number(row["id"]) for row in labelled)
     items: list[dict[str, Any]] = []
     episodes: dict[str, Episode] = {}
     for path in arguments.rollouts:
@@ -396,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "packets":
         profile = profiles.load_profile(arguments.profile)
         labelled = read_labelled_answers(LABELLED_ANSWERS)
-        first_id = arguments.first_id or 1 + max(int(row["id"].split("-")[1]) for row in labelled)
+        first_id = arguments.first_id or 1 + max(answer_id_number(row["id"]) for row in labelled)
         episodes = set_episodes(profile, arguments.set_name)
         path = trajectories_path(profile, arguments.set_name, arguments.model)
         items = new_answers(path, arguments.model, episodes, labelled, first_id)
