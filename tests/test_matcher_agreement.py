@@ -22,6 +22,7 @@ from supersede_lib.eval.agreement import (
     read_labelled_answers,
 )
 from supersede_lib.eval.matcher import MATCHER_VERSION
+from supersede_lib.studies.labelled_episodes import labelled_episodes
 
 MIN_AGREEMENT = 0.98
 MIN_TRAINED_VERDICT_AGREEMENT = 0.95
@@ -29,7 +30,8 @@ MIN_TRAINED_VERDICT_AGREEMENT = 0.95
 
 @pytest.fixture(scope="module")
 def graded() -> pd.DataFrame:
-    return grade_labelled_answers(read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl"))
+    rows = read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")
+    return grade_labelled_answers(rows, labelled_episodes(rows))  # with the sessions, as live (v6)
 
 
 def test_labelled_set_is_well_formed(graded) -> None:
@@ -182,7 +184,8 @@ def test_each_blind_batch_is_labelled_and_the_current_rounds_record_reproduces()
         assert sum(batch.holds(row["id"]) for row in rows) == batch.n, batch.batch
     latest = batches[-1]
     assert latest.matcher == MATCHER_VERSION
-    graded = grade_labelled_answers(row for row in rows if latest.holds(row["id"]))
+    batch_rows = [row for row in rows if latest.holds(row["id"])]
+    graded = grade_labelled_answers(batch_rows, labelled_episodes(batch_rows))
     assert (
         int(((graded["label"] == "correct") == (graded["verdict"] == "correct")).sum())
         == latest.credit_agrees

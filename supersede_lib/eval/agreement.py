@@ -22,6 +22,7 @@ import pandas as pd
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.judge import LongMemEvalJudge, agreement_from_pairs
 from supersede_lib.eval.matcher import Verdict, score_answer
+from supersede_lib.eval.matcher_sessions import other_turn_topics
 from supersede_lib.eval.runner import run_sync
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -113,12 +114,17 @@ _BATCH_FIELDS = ("batch", "first_id", "last_id", "matcher", "frozen_at", "graded
 _GRADED_FIELDS = ("n", "credit_agrees", "verdict_agrees", "clear_n", "clear_credit_agrees")
 
 
-def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def grade_labelled_answers(
+    rows: Iterable[Mapping[str, Any]], episodes: Mapping[str, Episode] | None = None
+) -> pd.DataFrame:
     """One row per labelled answer: its id, human `label`, the matcher's `verdict` and `reason`, and whether
     the label's readers called it `borderline` (their reason says so): where the readers hesitate, a
-    disagreement may be the label's as much as the matcher's."""
+    disagreement may be the label's as much as the matcher's. `episodes` (by answer id, see
+    `studies.labelled_episodes`) lets the matcher read an answer's sessions, as it does live (v6); an
+    answer without its episode is graded on its record alone."""
     graded = []
     for row in rows:
+        episode = (episodes or {}).get(row["id"])
         score = score_answer(
             row["answer"],
             row["gold_answers"],
@@ -126,6 +132,7 @@ def grade_labelled_answers(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             is_abstention=row["is_abstention"],
             asks_previous_value=row["asks_previous_value"],
             question=row["question"],
+            other_topics=other_turn_topics(episode) if episode is not None else frozenset(),
         )
         graded.append(
             {
@@ -218,10 +225,14 @@ def _episode_for(row: Mapping[str, Any]) -> Episode:
     )
 
 
-def judge_labelled_answers(rows: Iterable[Mapping[str, Any]], judge: LongMemEvalJudge) -> pd.DataFrame:
+def judge_labelled_answers(
+    rows: Iterable[Mapping[str, Any]],
+    judge: LongMemEvalJudge,
+    episodes: Mapping[str, Episode] | None = None,
+) -> pd.DataFrame:
     """One row per labelled answer: the human label, the matcher verdict and the judge's yes/no."""
     rows = list(rows)
-    graded = grade_labelled_answers(rows)
+    graded = grade_labelled_answers(rows, episodes)
 
     async def ask_all() -> list[Any]:
         return [await judge.ajudge_result(_episode_for(row), row["answer"]) for row in rows]

@@ -38,6 +38,7 @@ from typing import Literal
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.matcher_attribution import Attribution, attributed_to_another
+from supersede_lib.eval.matcher_sessions import other_turn_topics, said_of_another_topic
 from supersede_lib.eval.matcher_text import (
     LIST,
     SENTENCE,
@@ -381,6 +382,15 @@ def _hit_is_attributed(text: AnalysedText, hit: _Hit, attribution: Attribution) 
     """An exact mention said of another person or thing (`matcher_attribution`)."""
     return hit.exact and attributed_to_another(
         text, (min(hit.positions), max(hit.positions) + 1), attribution
+    )
+
+
+def _hit_is_another_topics(
+    text: AnalysedText, hit: _Hit, other_topics: frozenset[str], question_stems: frozenset[str]
+) -> bool:
+    """An exact mention owned by a thing of another turn of the sessions (`matcher_sessions`, v6)."""
+    return hit.exact and said_of_another_topic(
+        text, min(hit.positions), max(hit.positions) + 1, other_topics, question_stems
     )
 
 
@@ -1052,6 +1062,7 @@ def score_answer(
     max_answer_chars: int = MAX_ANSWER_CHARS,
     asks_previous_value: bool = False,
     question: str = "",
+    other_topics: frozenset[str] = frozenset(),
 ) -> Score:
     """Grade one final answer: `reward = r_cur + stale_penalty_weight * r_stale`, in [-lambda, 1].
 
@@ -1073,6 +1084,8 @@ def score_answer(
       In the overlap fallback only the tokens a value does not share with its rivals count.
     - Values given to someone else: see `_is_someone_elses`; `question` names the user's own things
       ("Kitten's name is Ziggy"). A whole answer that is one value's short form names it (v2).
+      `other_topics`: words only the sessions' turns without evidence use (`matcher_sessions`, v6);
+      a value owned by such a thing ("cousin: Crunch Fitness") is not the user's.
     - Verdict: `correct` (current only), `stale` (stale only), `ambiguous` (both, or a hedged list
       that holds the gold and a stale value), `wrong` (neither). An ambiguous reward is at most 0 at any λ.
 
@@ -1083,12 +1096,7 @@ def score_answer(
     """
     golds = _values(gold_answers, "gold_answers")
     stales = _values(superseded_values, "superseded_values")
-    if not is_abstention and not golds:
-        raise ValueError("gold_answers is empty: a non-abstention item needs at least one gold answer")
-    if not (stale_penalty_weight >= 0 and math.isfinite(stale_penalty_weight)):
-        raise ValueError(f"stale_penalty_weight must be a finite number >= 0, got {stale_penalty_weight!r}")
-    if answer is not None and not isinstance(answer, str):
-        raise TypeError(f"answer must be a string or None, got {type(answer).__name__}: {answer!r}")
+    _check_arguments(answer, golds, is_abstention, stale_penalty_weight)
     if answer is None or not answer.strip():
         return Score("wrong", False, False, 0.0, "empty")
 
@@ -1098,7 +1106,9 @@ def score_answer(
     gold_values = [] if is_abstention else [words for words in map(_words, golds) if words]
     stale_values = [words for words in map(_words, stales) if words and words not in gold_values]
     activities = frozenset(_words(value) for value in [*golds, *stales] if _is_activity(value))
-    gold_hits, stale_hits = _asserted_hits(text, gold_values, stale_values, framing, question, activities)
+    gold_hits, stale_hits = _asserted_hits(
+        text, gold_values, stale_values, framing, question, activities, other_topics
+    )
     if not gold_hits and not stale_hits and "?" not in answer:  # a short form alone, never asked
         gold_hits, stale_hits = _short_form_hits(text, golds, stales, gold_values, stale_values, question)
     gold_positions = {position for hit in gold_hits for position in hit.positions}
@@ -1124,6 +1134,17 @@ def score_answer(
     return Score(verdict, answered_current, asserted_stale, reward, reason)
 
 
+def _check_arguments(
+    answer: str | None, golds: list[str], is_abstention: bool, stale_penalty_weight: float
+) -> None:
+    if not is_abstention and not golds:
+        raise ValueError("gold_answers is empty: a non-abstention item needs at least one gold answer")
+    if not (stale_penalty_weight >= 0 and math.isfinite(stale_penalty_weight)):
+        raise ValueError(f"stale_penalty_weight must be a finite number >= 0, got {stale_penalty_weight!r}")
+    if answer is not None and not isinstance(answer, str):
+        raise TypeError(f"answer must be a string or None, got {type(answer).__name__}: {answer!r}")
+
+
 def _asserted_hits(
     text: AnalysedText,
     gold_values: list[tuple[str, ...]],
@@ -1131,6 +1152,7 @@ def _asserted_hits(
     framing: Framing,
     question: str,
     activities: frozenset[tuple[str, ...]] = frozenset(),
+    other_topics: frozenset[str] = frozenset(),
 ) -> tuple[list[_Hit], list[_Hit]]:
     """The gold and the stale mentions that count: not asked, not someone else's (`_is_someone_elses`),
     and no gold mention wholly inside an exact stale one. In the overlap fallback a value's tokens
@@ -1154,6 +1176,7 @@ def _asserted_hits(
         and not _hit_is_someone_elses(text, hit, not_others)
         and not _hit_is_attributed(text, hit, attribution)
         and not _is_key_echo(text, hit, value)
+        and not _hit_is_another_topics(text, hit, other_topics, attribution.question_stems)
     ]
     gold_hits = [
         hit
@@ -1163,6 +1186,7 @@ def _asserted_hits(
         and not _hit_is_someone_elses(text, hit, not_others)
         and not _hit_is_attributed(text, hit, attribution)
         and not _is_key_echo(text, hit, value)
+        and not _hit_is_another_topics(text, hit, other_topics, attribution.question_stems)
         and not any(hit.positions < stale.positions for stale in stale_hits if stale.exact)
     ]
     return gold_hits, stale_hits
@@ -1244,4 +1268,5 @@ def score_episode_answer(episode: Episode, answer: str, *, stale_penalty_weight:
         stale_penalty_weight=stale_penalty_weight,
         asks_previous_value=episode.asks_previous_value,
         question=episode.question,
+        other_topics=other_turn_topics(episode),
     )

@@ -269,3 +269,12 @@ CLAUSE_JOINERS = frozenset("and or but so while whereas because although though 
 """Words that start a new clause: what a clause says of whom ends there."""
 NAME_WORDS = frozenset({"name", "names"})
 """What a person is called: "the partner's name is Kenji" names the partner, as "the partner is Kenji"."""
+KIND_WORDS = frozenset(
+    """
+    place city town area neighbourhood neighborhood location home address
+    pet animal
+    company employer workplace job work office title role position
+    car vehicle gym membership carrier provider network phone mobile plan
+    hobby activity pastime budget amount time record best pr day schedule partner
+    """.split()
+)  # words naming the kind of a personal fact: a notes key made of them labels its value (matcher v6)

@@ -19,7 +19,6 @@ new run is made in three steps, each a subcommand of `python -m supersede_lib la
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import random
 from collections import Counter
@@ -28,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.data import synthetic
-from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.agreement import (
     LABELLED_ANSWERS,
     VERDICTS,
@@ -42,6 +39,13 @@ from supersede_lib.eval.agreement import (
 )
 from supersede_lib.eval.run_files import REPO_ROOT, read_trajectories
 from supersede_lib.studies import evaluation_sets, profiles
+from supersede_lib.studies.labelled_episodes import (
+    LabelBatchError,
+    evaluation_set,
+    labelled_episodes,
+    set_episodes,
+    training_episode,
+)
 
 PROMPT_EXAMPLE_KEY = "violin teacher"  # the format example's key that trained policies copy (batch R1)
 ITEM_FIELDS = (
@@ -54,10 +58,6 @@ ITEM_FIELDS = (
 )
 
 
-class LabelBatchError(ValueError):
-    """A batch that cannot be built or merged as it stands: the message names the file, id and field."""
-
-
 def answer_key(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...], str]:
     """What makes an answer distinct in the labelled set: (question, gold answers, answer)."""
     return (row["question"], tuple(row["gold_answers"]), row["answer"])
@@ -66,24 +66,8 @@ def answer_key(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...], str]:
 def trajectories_path(profile: profiles.Profile, set_name: str, model: str) -> Path:
     """`07_transfer_eval/<set>/<model>.trajectories.jsonl` of a profile's named evaluation set."""
     return (
-        evaluation_sets.set_folder(profile, _evaluation_set(profile, set_name))
-        / f"{model}.trajectories.jsonl"
+        evaluation_sets.set_folder(profile, evaluation_set(profile, set_name)) / f"{model}.trajectories.jsonl"
     )
-
-
-def _evaluation_set(profile: profiles.Profile, set_name: str) -> profiles.EvaluationSet:
-    named = {evaluation.name: evaluation for evaluation in profile.transfer.evaluations}
-    if set_name not in named:
-        raise LabelBatchError(
-            f"profile {profile.name} has no evaluation set {set_name!r} (sets: {', '.join(named)})"
-        )
-    return named[set_name]
-
-
-def set_episodes(profile: profiles.Profile, set_name: str) -> dict[str, Episode]:
-    """The named set's episodes by id, rebuilt from the profile (the generator is deterministic)."""
-    episodes = load_episodes(_evaluation_set(profile, set_name).episodes)
-    return {episode.episode_id: episode for episode in episodes}
 
 
 def new_answers(
@@ -137,28 +121,6 @@ def _check_against_episode(row: Mapping[str, Any], episodes: Mapping[str, Episod
             raise LabelBatchError(
                 f"{path}: episode {row['episode_id']}: field {field} differs from the rebuilt episode"
             )
-
-
-def training_episode(row: Mapping[str, Any], run_config: Mapping[str, Any], path: Path) -> Episode:
-    """The training episode a logged rollout answered, rebuilt from the generator seed in its id
-    (`syn-<preset>-<seed>`) and the run's preset and overrides, checked against the logged values."""
-    preset, _, seed = str(row["episode_id"]).removeprefix("syn-").rpartition("-")
-    if not seed.isdigit() or preset != row.get("difficulty"):
-        raise LabelBatchError(
-            f"{path}: episode {row['episode_id']}: field episode_id is not syn-<preset>-<seed>"
-        )
-    config = synthetic.config_for_difficulty(preset)
-    overrides = {
-        key: tuple(value) if isinstance(value, list) else value
-        for key, value in run_config.get("episode_overrides", {}).items()
-    }
-    episode = synthetic.generate_episode(int(seed), dataclasses.replace(config, **overrides))
-    for field in ("gold_answers", "superseded_values"):
-        if list(getattr(episode, field)) != list(row[field]):
-            raise LabelBatchError(
-                f"{path}: episode {row['episode_id']}: field {field} differs from the rebuilt episode"
-            )
-    return episode
 
 
 def training_answers(
@@ -319,7 +281,7 @@ def grade(first_id: int, last_id: int, labelled_path: Path = LABELLED_ANSWERS) -
     ]
     if not rows:
         raise LabelBatchError(f"{labelled_path}: no labelled ids between ans-{first_id} and ans-{last_id}")
-    graded = grade_labelled_answers(rows)
+    graded = grade_labelled_answers(rows, labelled_episodes(rows))
     verdicts = agreement(graded)
     missed = disagreements(graded)[["id", "label", "verdict", "answer"]]
     clear = graded[~graded["borderline"]]

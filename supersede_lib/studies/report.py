@@ -37,6 +37,7 @@ from supersede_lib.studies.common import (
     STUDY_SUMMARY_FILE,
     markdown_table,
 )
+from supersede_lib.studies.labelled_episodes import labelled_episodes
 from supersede_lib.studies.validation import judge_results
 
 STUDY_SECTIONS = (
@@ -194,7 +195,8 @@ def _agreement_by_population(graded: pd.DataFrame) -> pd.DataFrame:
 def instrument_section(output_root: Path) -> str:
     """How far the grader can be trusted: the matcher against the human-labelled answers (computed now,
     no model calls) and any LLM judges held to the same labels (`studies.validation`)."""
-    graded = grade_labelled_answers(read_labelled_answers(LABELLED_ANSWERS))
+    rows = read_labelled_answers(LABELLED_ANSWERS)
+    graded = grade_labelled_answers(rows, labelled_episodes(rows))
     matcher = agreement(graded)
     lines = [
         "## The instrument: the matcher against human labels",

@@ -24,6 +24,7 @@ from supersede_lib.eval.agreement import (
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf
 from supersede_lib.studies.common import markdown_table
+from supersede_lib.studies.labelled_episodes import labelled_episodes
 from supersede_lib.studies.profiles import OUTPUT_ROOT
 
 VALIDATION_DIR = OUTPUT_ROOT / "validation"
@@ -47,14 +48,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = read_labelled_answers(args.labels)
     VALIDATION_DIR.mkdir(parents=True, exist_ok=True)
-    graded = grade_labelled_answers(rows)
+    episodes = labelled_episodes(rows)
+    graded = grade_labelled_answers(rows, episodes)
     matcher = agreement(graded)
     for model_file in args.judge_model:
         model = EmbeddedGGUFModel(
             resolve_default_gguf(filename=model_file), n_ctx=4096, n_threads=args.threads
         )
         try:
-            judged = judge_labelled_answers(rows, LongMemEvalJudge(model))
+            judged = judge_labelled_answers(rows, LongMemEvalJudge(model), episodes)
         finally:
             model.close()
         stem = f"judge__{Path(model_file).stem}"
