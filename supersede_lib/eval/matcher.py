@@ -93,8 +93,8 @@ from supersede_lib.eval.matcher_words import (
 Verdict = Literal["correct", "stale", "ambiguous", "wrong"]
 Framing = Literal["past", "forward"]
 
-MATCHER_VERSION = "v5"
-"""The rule round this matcher is (docs/preregistration.md, "Matcher v2" ... "Matcher v5"): each round is
+MATCHER_VERSION = "v6"
+"""The rule round this matcher is (docs/preregistration.md, "Matcher v2" ... "Matcher v6"): each round is
 frozen before a fresh blind batch is read and graded once on it (labels/blind_batches.jsonl)."""
 MAX_ANSWER_CHARS = 400
 """Answers longer than this (stripped) earn no r_cur: dumping text is not answering."""
