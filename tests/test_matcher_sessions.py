@@ -1,8 +1,12 @@
 """Matcher v6: a value said of a thing that only other turns of the sessions talk about is not the user's."""
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from supersede_lib.agent.episode import Episode, Session, Turn
+from supersede_lib.data.longmemeval import episodes_from_records, read_longmemeval_records
 from supersede_lib.eval.matcher import score_answer, score_episode_answer
 from supersede_lib.eval.matcher_sessions import other_turn_topics, said_of_another_topic
 from supersede_lib.eval.matcher_text import analyse, content_stems
@@ -25,6 +29,7 @@ def _episode(
         question_date="2023/06/01 (Thu) 10:00",
         gold_answers=gold,
         superseded_values=stale,
+        source="synthetic:easy",
     )
 
 
@@ -100,3 +105,36 @@ def test_plain_answers_grade_as_before() -> None:
         ("Blink Fitness or Crunch Fitness", "ambiguous"),
     ]:
         assert score_episode_answer(GYM, answer).verdict == verdict, answer
+
+
+def test_longmemeval_flags_only_answer_turns_so_its_evidence_sessions_are_the_asked_topic() -> None:
+    """LongMemEval marks the turns that hold the answer, not the exchange: the rest of an evidence
+    session talks about the same thing, so only sessions without evidence name other topics."""
+    other_session = Session(
+        "s1", "2023/05/02 (Tue) 10:00", (Turn("user", "My neighbour bought a kayak.", False),)
+    )
+    real = dataclasses.replace(GYM, source="longmemeval:oracle", sessions=(*GYM.sessions, other_session))
+    topics = other_turn_topics(real)
+    assert "laptop" not in topics  # an unflagged turn of the evidence session
+    assert {"neighbour", "kayak"} <= topics  # a session without evidence
+    assert score_episode_answer(real, "laptop: Crunch Fitness").verdict == "correct"
+    assert score_episode_answer(real, "kayak: Crunch Fitness").verdict == "wrong"
+
+
+REAL_SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "longmemeval-samples"
+
+
+@pytest.mark.skipif(
+    not REAL_SAMPLES.exists(), reason="the workplace's LongMemEval samples are not beside the repo"
+)
+def test_on_real_longmemeval_records_the_sessions_withdraw_no_plain_answer() -> None:
+    for path in sorted(REAL_SAMPLES.glob("*_ku_real*.json")):
+        split = "s" if "_s_" in path.name else "oracle"
+        for episode in episodes_from_records(read_longmemeval_records(path), path.name, split):
+            gold = episode.gold_answers[0]
+            for answer in (gold, f"The answer is {gold}.", f"It was {gold}, as you told me."):
+                live = score_episode_answer(episode, answer).verdict
+                alone = score_answer(
+                    answer, episode.gold_answers, episode.superseded_values, question=episode.question
+                )
+                assert live == alone.verdict == "correct", (path.name, answer)

@@ -6,8 +6,8 @@ turns that have nothing to do with the question: "cousin: Crunch Fitness", "spee
 a carrier, a name) but the answer gives it to that other thing, so it answers nothing about the user.
 From the answer alone such an owner cannot be told from a harmless label ("gym: Crunch Fitness");
 the sessions tell them apart. A word the sessions use only in turns that hold nothing of the asked
-fact (each turn's evidence flag, `Turn.has_answer`, set by the generator and by LongMemEval), and
-that neither the question nor a value uses, names another topic.
+fact (each turn's evidence flag, `Turn.has_answer`, set by the generator and by LongMemEval; see
+`SOURCES_FLAGGING_EXCHANGES`), and that neither the question nor a value uses, names another topic.
 
 The owner of a value mention is read structurally, without a parser:
 - a notes line's key: the words before the colon on the value's line ("cousin: Crunch Fitness");
@@ -28,6 +28,12 @@ from supersede_lib.eval.matcher_text import LIST, AnalysedText, analyse, content
 from supersede_lib.eval.matcher_words import KIND_WORDS, USER_WORDS
 
 MIN_TOPIC_WORD_CHARS = 3  # shorter tokens ("ok", "pm") name no topic
+SOURCES_FLAGGING_EXCHANGES = ("synthetic",)
+"""Sources whose evidence flag marks the whole exchange that carries the fact, so an unflagged turn is
+another request even inside an evidence session (the generator's "in passing" requests). LongMemEval
+flags only the turns that hold the answer; the rest of its evidence sessions is mostly the same topic
+(a mortgage chat around the pre-approval amount), so there a whole session with evidence is the asked
+topic and only sessions without evidence name other things."""
 
 
 @lru_cache(maxsize=1024)  # an episode is graded once per rollout or answer: analyse its sessions once
@@ -35,13 +41,15 @@ def other_turn_topics(episode: Episode) -> frozenset[str]:
     """The word stems the episode's sessions use only in turns without evidence, and that neither the
     question nor a value uses. Empty when no turn is flagged as evidence: then the turns cannot be told
     apart, and no value is said of another topic."""
+    exchange_flags = episode.source.startswith(SOURCES_FLAGGING_EXCHANGES)
     evidence: set[str] = set()
     elsewhere: set[str] = set()
     for session in episode.sessions:
+        session_holds_evidence = any(turn.has_answer for turn in session.turns)
         for turn in session.turns:
-            stems = _stems(turn.content)
             # An unflagged turn (None) might hold the fact: its words never name another topic.
-            (elsewhere if turn.has_answer is False else evidence).update(stems)
+            other = turn.has_answer is False and (exchange_flags or not session_holds_evidence)
+            (elsewhere if other else evidence).update(_stems(turn.content))
     if not evidence:
         return frozenset()
     asked = _stems(episode.question).union(*map(_stems, [*episode.gold_answers, *episode.superseded_values]))
