@@ -109,6 +109,8 @@ def _line_key(text: AnalysedText, start: int) -> tuple[int, int] | None:
         if colon == 0 or text.breaks[colon] >= LIST:
             return None
         colon -= 1
+    if colon == 0:
+        return None  # a colon before the first word labels nothing
     line_start = colon - 1
     while line_start > 0 and text.breaks[line_start] < LIST:
         line_start -= 1
