@@ -446,3 +446,13 @@ def test_the_final_checkpoint_is_judged_with_every_core(
     finally:
         torch.set_num_threads(before)
     assert threads_when_judged and set(threads_when_judged) == {os.cpu_count()}
+
+
+def test_the_fresh_instrument_set_uses_episodes_no_other_set_or_run_has_used() -> None:
+    sets = _sets()
+    fresh = sets["instrument-fresh"].episodes
+    others = {item.episodes.seed for name, item in sets.items() if name != "instrument-fresh"}
+    training = {500 + seed for _, seed in preregistered.registered_order(PROFILE)}
+    assert fresh.seed not in others | training
+    assert fresh.n >= 150 and sets["instrument-fresh"].models == ["format__seed-11__step-20"]
+    assert "instrument-fresh" not in PROFILE.require("preregistration").order  # exploratory, not registered
