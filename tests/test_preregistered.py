@@ -16,6 +16,7 @@ from conftest import make_episode  # noqa: E402
 from supersede_lib.agent.notes_edits import parse_edit_lines, repair_prose_reply
 from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.eval.agreement import read_blind_batches
+from supersede_lib.eval.matcher import MATCHER_VERSION
 from supersede_lib.studies import evaluation_sets, prereg_analysis, preregistered, profiles
 from supersede_lib.studies.evaluation_sets import set_settings
 from supersede_lib.studies.training import planned_arms
@@ -363,8 +364,9 @@ def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "not reported" not in text and "credit agrees 100.0%" in text
     assert "was revised after the registered verdict" in text  # and what it measured out of sample
-    latest = read_blind_batches()[-1]
-    assert f"its credit agreed {latest.credit_agrees}/{latest.n}" in text
+    for batch in read_blind_batches():  # every batch this matcher was measured on, none left out
+        quoted = f"{batch.batch} ({batch.answers}) {batch.credit_agrees}/{batch.n}"
+        assert (quoted in text) == (batch.matcher == MATCHER_VERSION), batch.batch
     assert "rests on a disputed labelling convention:** 120 correct by the labels, 0 under" in text
 
 

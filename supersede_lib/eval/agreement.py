@@ -52,6 +52,10 @@ def read_labelled_answers(path: str | Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
+TRAINING_ROLLOUTS = "training rollouts"
+"""What batches S2-S6 sampled: answers logged while training (temperature 0.7, any step), the harder kind."""
+
+
 @dataclass(frozen=True)
 class BlindBatch:
     """One fresh blind batch (`blind_batches.jsonl`) and what its matcher measured on it, graded once at
@@ -67,6 +71,7 @@ class BlindBatch:
     verdict_agrees: int
     clear_n: int  # the answers whose label's reason is not marked borderline by its readers
     clear_credit_agrees: int
+    answers: str = TRAINING_ROLLOUTS  # which trained answers the batch sampled: batches differ in kind
 
     @property
     def credit_share(self) -> float:
@@ -105,9 +110,16 @@ def read_blind_batches(path: str | Path = BLIND_BATCHES) -> list[BlindBatch]:
             BlindBatch(
                 *(row[field] for field in _BATCH_FIELDS[:-1]),
                 *(int(graded[field]) for field in _GRADED_FIELDS),
+                row.get("answers", TRAINING_ROLLOUTS),
             )
         )
     return batches
+
+
+def current_matcher_batches(batches: list[BlindBatch], matcher_version: str) -> list[BlindBatch]:
+    """The batches graded once by `matcher_version` at its freeze: what the current matcher measured out
+    of sample, every kind of answer it was measured on (a report quotes them all, not the kindest)."""
+    return [batch for batch in batches if batch.matcher == matcher_version]
 
 
 _BATCH_FIELDS = ("batch", "first_id", "last_id", "matcher", "frozen_at", "graded_once")

@@ -463,18 +463,22 @@ def reporting_status(profile: Profile, table: pd.DataFrame, instrument: pd.DataF
 
 
 def _revised_matcher_caveat() -> str:
-    """The matcher crossed the bar in rule rounds after the registered verdict: say so, beside what its
-    latest round measured out of sample (the last blind batch, graded once at its freeze)."""
-    from supersede_lib.eval.agreement import read_blind_batches
+    """The matcher crossed the bar in rule rounds after the registered verdict: say so, beside what it
+    measured out of sample (every fresh blind batch graded once by this matcher version, each named
+    with the kind of trained answers it sampled)."""
+    from supersede_lib.eval.agreement import current_matcher_batches, read_blind_batches
     from supersede_lib.eval.matcher import MATCHER_VERSION
 
-    latest = read_blind_batches()[-1]
+    measured = "; ".join(
+        f"{batch.batch} ({batch.answers}) {batch.credit_agrees}/{batch.n} = {batch.credit_share:.1%}, "
+        f"{batch.clear_credit_agrees}/{batch.clear_n} = {batch.clear_credit_share:.1%} on the answers its "
+        "readers did not call borderline"
+        for batch in current_matcher_batches(read_blind_batches(), MATCHER_VERSION)
+    )
     return (
         f" The matcher grading them ({MATCHER_VERSION}) was revised after the registered verdict, in rule "
-        "rounds written on other answers (docs/preregistration.md); on the latest fresh blind batch of "
-        f"trained answers, graded once at its freeze ({latest.batch}, matcher {latest.matcher}), its credit "
-        f"agreed {latest.credit_agrees}/{latest.n} = {latest.credit_share:.1%} ({latest.clear_credit_agrees}/"
-        f"{latest.clear_n} = {latest.clear_credit_share:.1%} on the answers its readers did not call borderline)."
+        "rounds written on other answers (docs/preregistration.md); on fresh blind batches of trained "
+        f"answers, each graded once by it at its freeze, its credit agreed: {measured}."
     )
 
 
