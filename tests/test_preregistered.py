@@ -456,5 +456,8 @@ def test_the_fresh_instrument_set_uses_episodes_no_other_set_or_run_has_used() -
     others = {item.episodes.seed for name, item in sets.items() if name != "instrument-fresh"}
     training = {500 + seed for _, seed in preregistered.registered_order(PROFILE)}
     assert fresh.seed not in others | training
-    assert fresh.n >= 150 and sets["instrument-fresh"].models == ["format__seed-11__step-20"]
+    assert fresh.n >= 150 and sets["instrument-fresh"].models == [
+        "format__seed-11__step-20",
+        "verdict__seed-11__step-20",
+    ]
     assert "instrument-fresh" not in PROFILE.require("preregistration").order  # exploratory, not registered
