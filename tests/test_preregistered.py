@@ -20,6 +20,7 @@ from supersede_lib.eval.matcher import MATCHER_VERSION
 from supersede_lib.studies import evaluation_sets, prereg_analysis, preregistered, profiles
 from supersede_lib.studies.evaluation_sets import set_settings
 from supersede_lib.studies.training import planned_arms
+from supersede_lib.train.config import TRAINING_SEED_BASE
 
 PROFILE = profiles.load_profile("cpu_proof_prereg")
 EXPLORATORY = profiles.load_profile("cpu_proof")
@@ -42,7 +43,7 @@ def test_the_test_set_is_its_own_and_judges_every_final_checkpoint() -> None:
     sets = _sets()
     test, selection = sets["test"].episodes, sets["selection"].episodes
     assert test.n >= 200 and test.seed not in {selection.seed} | {
-        500 + s for _, s in preregistered.registered_order(PROFILE)
+        TRAINING_SEED_BASE + s for _, s in preregistered.registered_order(PROFILE)
     }
     finals = {preregistered.final_label(arm, seed) for arm, seed in preregistered.registered_order(PROFILE)}
     assert finals | {"base"} == set(sets["test"].models)
@@ -454,7 +455,7 @@ def test_the_fresh_instrument_set_uses_episodes_no_other_set_or_run_has_used() -
     sets = _sets()
     fresh = sets["instrument-fresh"].episodes
     others = {item.episodes.seed for name, item in sets.items() if name != "instrument-fresh"}
-    training = {500 + seed for _, seed in preregistered.registered_order(PROFILE)}
+    training = {TRAINING_SEED_BASE + seed for _, seed in preregistered.registered_order(PROFILE)}
     assert fresh.seed not in others | training
     assert fresh.n >= 150 and sets["instrument-fresh"].models == [
         "format__seed-11__step-20",
