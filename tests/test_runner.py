@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import platform
 import re
 import signal
 import subprocess
@@ -256,6 +257,8 @@ def test_output_files_and_manifest(tmp_path) -> None:
     assert manifest["config"]["notes_budget_chars"] == 300
     assert manifest["totals"]["calls"] == 12 and manifest["totals"]["prompt_tokens"] == 120
     assert manifest["packages"]["pandas"] == pd.__version__
+    assert manifest["machine"]["machine"] == platform.machine()  # the instruction set decides bit-identity
+    assert set(manifest["machine"]) == {"cpu", "machine", "torch_cpu_capability"}
     assert "commit" in manifest["git"]
     assert manifest["episodes"]["episode_ids"] == ["ep-0", "ep-1", "ep-2"]
     assert manifest["accuracy"]["matcher"] == 1.0

@@ -726,3 +726,15 @@ def test_a_finished_run_releases_its_model(
     monkeypatch.setattr(training_run, "load_policy", remembered)
     train(_config(tiny_path, tmp_path, max_steps=1), seed=0, scorer=_varied_scorer)
     assert len(loaded) == 1 and loaded[0]() is None
+
+
+def test_a_runs_provenance_names_the_instruction_set_its_floats_came_from() -> None:
+    """Two CPUs with other vector instructions train different adapters from the same commit (a retrain
+    of `notes-used` s12 diverged at its 8th rollout, 2026-11-29): the provenance says which one ran."""
+    import torch
+
+    from supersede_lib.train.run import run_provenance
+
+    record = run_provenance({"max_steps": 1}, seed=0, checkpoints=[])
+    assert record["machine"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert record["adapter_sha256"] is None and record["generator_seed_base"] > 0

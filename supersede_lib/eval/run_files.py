@@ -169,6 +169,28 @@ def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | Non
     return versions
 
 
+def machine_facts() -> dict[str, str | None]:
+    """The CPU a run used and the vector instructions torch's kernels chose on it. Float results of
+    the same code differ between instruction sets (a CPU retrain of a registered run diverged at its
+    8th rollout on an AVX512 machine, 2026-11-29), so a claim that a run reproduces names them."""
+    import sys
+
+    torch = sys.modules.get("torch")  # only when this process already runs torch: no import for API runs
+    return {
+        "cpu": _cpu_model_name() or platform.processor() or None,
+        "machine": platform.machine() or None,
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability() if torch is not None else None,
+    }
+
+
+def _cpu_model_name() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+
+
 def _model_stats(model: Any) -> dict[str, Any] | None:
     """`model.stats()` when the backend keeps counters (CachedChatModel: cache hits/misses/entries)."""
     stats = getattr(model, "stats", None)
@@ -339,6 +361,7 @@ def build_manifest(
         "git": git_state(),
         "provenance": call_provenance(trajectories),
         "packages": package_versions(),
+        "machine": machine_facts(),
         "started_at": started_at,
         "finished_at": now_utc(),
         "wall_s": round(wall_s, 3),

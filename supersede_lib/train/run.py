@@ -25,6 +25,7 @@ import pandas as pd
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.provenance import config_sha256, git_state
+from supersede_lib.eval.run_files import machine_facts
 from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
     GGUF_CACHE_ENV,
@@ -234,6 +235,7 @@ def run_provenance(
         "config_sha256": config_sha256(config_record),
         "generator_seed_base": TRAINING_SEED_BASE + seed,  # synthetic.episode_seed(base, episode index)
         "adapter_sha256": adapter_file_fingerprint(final_adapter) if final_adapter is not None else None,
+        "machine": machine_facts(),  # the CPU's instruction set decides whether a retrain is bit-identical
     }
 
 
