@@ -738,3 +738,17 @@ def test_a_runs_provenance_names_the_instruction_set_its_floats_came_from() -> N
     record = run_provenance({"max_steps": 1}, seed=0, checkpoints=[])
     assert record["machine"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert record["adapter_sha256"] is None and record["generator_seed_base"] > 0
+
+
+def test_a_runs_provenance_hashes_a_local_base_model_file(tmp_path: Path) -> None:
+    """Copies of a model assembled from packages may differ in bytes; a hub name has no local file."""
+    import hashlib
+
+    from supersede_lib.train.run import run_provenance
+
+    model_file = tmp_path / "base.gguf"
+    model_file.write_bytes(b"GGUF" + bytes(range(256)) * 100)
+    local = run_provenance({"model_name_or_path": str(model_file)}, seed=0, checkpoints=[])
+    hub = run_provenance({"model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}, seed=0, checkpoints=[])
+    assert local["base_model_sha256"] == hashlib.sha256(model_file.read_bytes()).hexdigest()
+    assert hub["base_model_sha256"] is None

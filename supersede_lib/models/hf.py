@@ -218,6 +218,19 @@ def adapter_file_fingerprint(adapter_path: str | os.PathLike) -> str:
     raise FileNotFoundError(f"no adapter weights ({' or '.join(ADAPTER_WEIGHT_FILES)}) in {folder}")
 
 
+def base_model_file_fingerprint(model_name_or_path: str) -> str | None:
+    """SHA-256 of a local base model file (a GGUF the run dequantized), None for a hub name or a folder:
+    two copies of "the same" model assembled from packages need not hold the same bytes."""
+    path = Path(model_name_or_path).expanduser()
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 24), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 class PromptPrefixCache:
     """Keys and values of the prompt prefixes many calls share, computed once per prefix.
 

@@ -30,6 +30,7 @@ from supersede_lib.models.hf import (
     DEFAULT_GGUF_CACHE,
     GGUF_CACHE_ENV,
     adapter_file_fingerprint,
+    base_model_file_fingerprint,
     contiguous_lm_head_input,
     dtype_label,
     fast_dtype,
@@ -235,7 +236,8 @@ def run_provenance(
         "config_sha256": config_sha256(config_record),
         "generator_seed_base": TRAINING_SEED_BASE + seed,  # synthetic.episode_seed(base, episode index)
         "adapter_sha256": adapter_file_fingerprint(final_adapter) if final_adapter is not None else None,
-        "machine": machine_facts(),  # the CPU's instruction set decides whether a retrain is bit-identical
+        "base_model_sha256": base_model_file_fingerprint(str(config_record.get("model_name_or_path", ""))),
+        "machine": machine_facts(),  # with the base file's bytes: what a bit-identical rebuild needs equal
     }
 
 
