@@ -26,6 +26,9 @@ A mention of a value is one of:
   (`asks_previous_value`), forward framing ("before I moved to Minneapolis", "now $400,000"). Context
   mentions are history, not the answer.
 - asserted: anything else.
+
+A statement of the current date ("The current date is 2023/05/26 (Fri) 17:20, and ...") is the answer
+noting when it is asked: no value in it rivals the gold or asserts a stale one (`_date_statements`, v7).
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ from supersede_lib.eval.matcher_words import (
     AUXILIARIES,
     CLAUSE_WORDS,
     CONTRACTED_DENIALS,
+    CURRENT_DATE_FRAMES,
+    DATE_STATEMENT_LINKS,
     DENIAL_FRAMES,
     DOUBTS,
     ENDINGS,
@@ -93,8 +98,8 @@ from supersede_lib.eval.matcher_words import (
 Verdict = Literal["correct", "stale", "ambiguous", "wrong"]
 Framing = Literal["past", "forward"]
 
-MATCHER_VERSION = "v6"
-"""The rule round this matcher is (docs/preregistration.md, "Matcher v2" ... "Matcher v6"): each round is
+MATCHER_VERSION = "v7"
+"""The rule round this matcher is (docs/preregistration.md, "Matcher v2" ... "Matcher v7"): each round is
 frozen before a fresh blind batch is read and graded once on it (labels/blind_batches.jsonl)."""
 MAX_ANSWER_CHARS = 400
 """Answers longer than this (stripped) earn no r_cur: dumping text is not answering."""
@@ -323,6 +328,48 @@ def _is_timestamp_weekday(text: AnalysedText, start: int, end: int) -> bool:
         and len(before) == 3
         and all(word.isdigit() or word in MONTHS for word in before)
         and any(_is_calendar_number(word, ()) for word in before)
+    )
+
+
+def _date_statements(text: AnalysedText) -> frozenset[int]:
+    """Positions of clauses that state the current date or time ("The current date is 2023/05/26 (Fri)
+    17:20", "Today is Friday, 23 February 2023"): a frame from CURRENT_DATE_FRAMES followed only by date
+    and time words, within one sentence. The answer notes when it is asked; neither the clause, nor its
+    numbers, nor its weekday is a second candidate for the gold (matcher v7). A clause whose words are not
+    all date words ("Today is my pottery class") states no date, and one that an "or" joins to what
+    follows ("Today is Tuesday or Thursday") offers a choice."""
+    words = text.words
+    positions: set[int] = set()
+    for start in range(len(words)):
+        for frame in CURRENT_DATE_FRAMES:
+            end = start + len(frame)
+            if tuple(words[start:end]) != frame:
+                continue
+            stop = end
+            while stop < len(words) and text.breaks[stop] < SENTENCE and _is_date_part(text, stop):
+                stop += 1
+            names_a_date = any(
+                word in MONTHS or word in WEEKDAYS or _is_calendar_number(word, ())
+                for word in words[end:stop]
+            )
+            offers_a_choice = stop < len(words) and words[stop] in {"or", "nor"}
+            if names_a_date and not offers_a_choice:
+                positions.update(range(start, stop))
+            break
+    return frozenset(positions)
+
+
+def _is_date_part(text: AnalysedText, position: int) -> bool:
+    """A word a date or time is written with: a month, a weekday, a link ("at", "pm"), a year, a day beside
+    a month, or a part of a clock time. Other numbers end the statement, so a list of counts cannot hide
+    in one ("Today is Friday, 3, 4 and 5")."""
+    words = text.words
+    word = words[position]
+    if word in MONTHS or word in WEEKDAYS or word in DATE_STATEMENT_LINKS:
+        return True
+    neighbours = words[max(0, position - 1) : position] + words[position + 1 : position + 2]
+    return is_number(word) and (
+        _is_calendar_number(word, neighbours) or _clock_time_at(text, position) is not None
     )
 
 
@@ -662,6 +709,7 @@ class _HedgeContext:
     question_numbers: frozenset[str] = frozenset()  # numbers the question names ("my best 10K")
     gold_is_rate: bool = False  # the gold is itself a rate ("9 minutes per mile")
     gold_clocks: frozenset[tuple[str, str]] = frozenset()  # the gold's clock times as number pairs
+    date_statements: frozenset[int] = frozenset()  # positions stating the current date (v7)
 
 
 def _offered_number(context: _HedgeContext, position: int, dates_count: bool) -> bool:
@@ -675,7 +723,7 @@ def _offered_number(context: _HedgeContext, position: int, dates_count: bool) ->
         return False  # the gold's own number; not a part of another time ("30:15" beside gold 30:14)
     if word in context.question_numbers or (not context.gold_is_rate and _is_derived_rate(text, position)):
         return False
-    if text.questions[position] or position in context.history:
+    if text.questions[position] or position in context.history or position in context.date_statements:
         return False
     neighbours = text.words[max(0, position - 1) : position] + text.words[position + 1 : position + 2]
     if not dates_count and _is_calendar_number(word, neighbours):
@@ -725,8 +773,8 @@ def _date_is_a_rival(context: _HedgeContext, words: Sequence[str]) -> bool:
 
 
 def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
-    """Filler, the gold again, a history value, a negated or asked item, a date beside a non-date, or a
-    time stamp's weekday ("2023/03/04 (Sat)")."""
+    """Filler, the gold again, a history value, a negated or asked item, a date beside a non-date, a
+    time stamp's weekday ("2023/03/04 (Sat)"), or a statement of the current date (v7)."""
     text = context.text
     positions = set(range(segment.start, segment.end))
     words = text.words[segment.start : segment.end]
@@ -739,6 +787,7 @@ def _not_a_candidate(context: _HedgeContext, segment: _Segment) -> bool:
         or (_is_date_words(words) and not _date_is_a_rival(context, words))
         or _is_timestamp_weekday(text, segment.start, segment.end)
         or _names_the_slot(context, words)
+        or positions <= context.date_statements
     )
 
 
@@ -1155,7 +1204,9 @@ def _asserted_hits(
     other_topics: frozenset[str] = frozenset(),
 ) -> tuple[list[_Hit], list[_Hit]]:
     """The gold and the stale mentions that count: not asked, not someone else's (`_is_someone_elses`),
-    and no gold mention wholly inside an exact stale one. In the overlap fallback a value's tokens
+    no stale mention inside a statement of the current date (`_date_statements`: "The current date is
+    Tuesday" offers no old day; a gold mention there still counts), and no gold mention wholly inside an
+    exact stale one. In the overlap fallback a value's tokens
     shared with its rivals do not count, and tokens an exact mention of any value already took are not
     reused."""
     not_others = frozenset(analyse(question).words).union(*gold_values, *stale_values)
@@ -1168,11 +1219,13 @@ def _asserted_hits(
         for start in occurrences(text.words, value)
         for position in range(start, start + len(value))
     )
+    date_statements = _date_statements(text)
     stale_hits = [
         hit
         for value in stale_values
         for hit in _value_hits(text, value, gold_stems, framing, taken, value in activities)
         if not _is_asked(text, hit)
+        and not hit.positions <= date_statements
         and not _hit_is_someone_elses(text, hit, not_others)
         and not _hit_is_attributed(text, hit, attribution)
         and not _is_key_echo(text, hit, value)
@@ -1251,6 +1304,7 @@ def _hedge_context(
         gold_clocks=frozenset(
             (value[0], value[1]) for value in gold_values if len(value) == 2 and all(map(is_number, value))
         ),  # "30:14" is read as the two numbers 30 and 14
+        date_statements=_date_statements(text),
     )
 
 

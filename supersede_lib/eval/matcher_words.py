@@ -146,6 +146,10 @@ FORWARD_BEFORE = phrases(
     "relocating to|upgraded to|became|later|then|after that|since then"
 )
 FORWARD_AFTER = phrases("now|currently|today|nowadays|these days")
+CURRENT_DATE_FRAMES = phrases(
+    "current date and time is|current date is|current date|current time is|today date is|date today is|today is"
+)  # "The current date is 2023/05/26 (Fri) 17:20, and ...": the answer notes when it is asked (matcher v7)
+DATE_STATEMENT_LINKS = frozenset({"at", "of", "on", "am", "pm", "utc"})  # "Monday, May 8, 2023 at 1:01 pm"
 MARKER_NEXT_EXCEPTIONS = {
     ("left",): frozenset({"for", "to", "over", "with", "at", "in", "on"}),  # "left for Denver" is arriving
     ("dropped",): frozenset({"by", "off", "to", "in", "into"}),
