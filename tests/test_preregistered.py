@@ -365,9 +365,15 @@ def test_the_instrument_table_grades_labelled_answers_by_their_labels_and_gates_
     text = prereg_analysis.write_results(PROFILE).read_text()
     assert "not reported" not in text and "credit agrees 100.0%" in text
     assert "was revised after the registered verdict" in text  # and what it measured out of sample
-    for batch in read_blind_batches():  # every batch this matcher was measured on, none left out
-        quoted = f"{batch.batch} ({batch.answers}) {batch.credit_agrees}/{batch.n}"
-        assert (quoted in text) == (batch.matcher == MATCHER_VERSION), batch.batch
+
+    def quoted(batch) -> str:
+        return f"{batch.batch} ({batch.answers}) {batch.credit_agrees}/{batch.n}"
+
+    # every batch this matcher was measured on, none left out; a batch graded by two rounds alike (F4 by
+    # v6 and by the frozen v7) reads the same for both
+    current = {quoted(batch) for batch in read_blind_batches() if batch.matcher == MATCHER_VERSION}
+    for batch in read_blind_batches():
+        assert (quoted(batch) in text) == (quoted(batch) in current), batch.batch
     assert "rests on a disputed labelling convention:** 120 correct by the labels, 0 under" in text
 
 
