@@ -348,10 +348,7 @@ def _date_statements(text: AnalysedText) -> frozenset[int]:
             stop = end
             while stop < len(words) and text.breaks[stop] < SENTENCE and _is_date_part(text, stop):
                 stop += 1
-            names_a_date = any(
-                word in MONTHS or word in WEEKDAYS or _is_calendar_number(word, ())
-                for word in words[end:stop]
-            )
+            names_a_date = any(map(_names_a_date, words[end:stop]))
             offers_a_choice = stop < len(words) and words[stop] in {"or", "nor"}
             if names_a_date and not offers_a_choice:
                 positions.update(range(start, stop))
@@ -367,10 +364,14 @@ def _is_date_part(text: AnalysedText, position: int) -> bool:
     word = words[position]
     if word in MONTHS or word in WEEKDAYS or word in DATE_STATEMENT_LINKS:
         return True
-    neighbours = words[max(0, position - 1) : position] + words[position + 1 : position + 2]
     return is_number(word) and (
-        _is_calendar_number(word, neighbours) or _clock_time_at(text, position) is not None
+        _is_calendar_number(word, _neighbours(words, position)) or _clock_time_at(text, position) is not None
     )
+
+
+def _neighbours(words: Sequence[str], position: int) -> tuple[str, ...]:
+    """The words just before and after `position`: a month there makes a small number a day."""
+    return tuple(words[max(0, position - 1) : position]) + tuple(words[position + 1 : position + 2])
 
 
 def _is_day_of_a_date(text: AnalysedText, start: int, end: int) -> bool:
@@ -685,10 +686,15 @@ def _is_calendar_number(word: str, neighbours: Sequence[str]) -> bool:
     return word.isdigit() and int(word) <= 31 and any(neighbour in MONTHS for neighbour in neighbours)
 
 
+def _names_a_date(word: str) -> bool:
+    """A month, a weekday or a year: a word that makes the words around it a date."""
+    return word in MONTHS or word in WEEKDAYS or _is_calendar_number(word, ())
+
+
 def _is_date_words(words: Sequence[str]) -> bool:
     """Month and weekday names, days and years only, with at least one name or year ("Jun 27, 2023",
     "(Mon)"): a date, not a value."""
-    named = [word for word in words if word in MONTHS or word in WEEKDAYS or _is_calendar_number(word, ())]
+    named = [word for word in words if _names_a_date(word)]
     return bool(named) and all(word in named or (word.isdigit() and int(word) <= 31) for word in words)
 
 
@@ -725,8 +731,7 @@ def _offered_number(context: _HedgeContext, position: int, dates_count: bool) ->
         return False
     if text.questions[position] or position in context.history or position in context.date_statements:
         return False
-    neighbours = text.words[max(0, position - 1) : position] + text.words[position + 1 : position + 2]
-    if not dates_count and _is_calendar_number(word, neighbours):
+    if not dates_count and _is_calendar_number(word, _neighbours(text.words, position)):
         return False
     return not (
         _is_denied(text, position, position + 1) or _is_context(text, position, position + 1, context.framing)
@@ -1288,11 +1293,7 @@ def _hedge_context(
         history=frozenset(history),
         gold_numbers=frozenset(word for value in gold_values for word in value if is_number(word)),
         gold_size=max(1, min(len(content_stems(value)) for value in gold_values)),
-        dates_count=any(
-            word in MONTHS or word in WEEKDAYS or _is_calendar_number(word, ())
-            for value in gold_values
-            for word in value
-        ),
+        dates_count=any(_names_a_date(word) for value in gold_values for word in value),
         weekday_gold=all(
             not (word in MONTHS or _is_calendar_number(word, ())) for value in gold_values for word in value
         )
