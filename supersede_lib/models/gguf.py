@@ -288,6 +288,15 @@ def _pinned_download(
     return Path(downloaded), commit, metadata.size, lfs_sha256
 
 
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file read in blocks (model files run to gigabytes)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def check_downloaded_file(path: Path, *, size: int | None, sha256: str | None, source: str) -> None:
     """Raise `DownloadMismatchError` (the file moved aside to `<name>.mismatch`) unless `path` has
     the expected size and SHA-256 (each checked when known)."""
@@ -295,13 +304,8 @@ def check_downloaded_file(path: Path, *, size: int | None, sha256: str | None, s
     problem = None
     if size is not None and actual_size != size:
         problem = f"{actual_size} bytes, expected {size}"
-    elif sha256 is not None:
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        if digest.hexdigest() != sha256.lower():
-            problem = f"SHA-256 {digest.hexdigest()}, expected {sha256.lower()}"
+    elif sha256 is not None and (actual := file_sha256(path)) != sha256.lower():
+        problem = f"SHA-256 {actual}, expected {sha256.lower()}"
     if problem is None:
         return
     aside = path.with_name(path.name + ".mismatch")

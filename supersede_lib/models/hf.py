@@ -26,6 +26,7 @@ from filelock import FileLock
 
 from supersede_lib.models import cpu_features
 from supersede_lib.models.chat import ChatResult, Message
+from supersede_lib.models.gguf import file_sha256
 
 GGUF_CACHE_ENV = "SUPERSEDE_HF_CACHE"
 DEFAULT_GGUF_CACHE = Path.home() / ".cache" / "supersede" / "hf"
@@ -222,13 +223,7 @@ def base_model_file_fingerprint(model_name_or_path: str) -> str | None:
     """SHA-256 of a local base model file (a GGUF the run dequantized), None for a hub name or a folder:
     two copies of "the same" model assembled from packages need not hold the same bytes."""
     path = Path(model_name_or_path).expanduser()
-    if not path.is_file():
-        return None
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 24), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_sha256(path) if path.is_file() else None
 
 
 class PromptPrefixCache:
