@@ -25,6 +25,14 @@ AMD_AVX2 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse avx2 f
 ARM = "processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\n"
 
 
+def test_the_cpu_model_name_is_read_from_cpuinfo_text() -> None:
+    """Run manifests name the CPU (`run_files.machine_facts`): the first `model name`, or none."""
+    assert (
+        cpu_features.cpu_model_name("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t: avx2\n") == "AMD EPYC"
+    )
+    assert cpu_features.cpu_model_name(ARM) == ""
+
+
 def questions(count: int) -> list[list[dict[str, str]]]:
     """Chat prompts of different lengths (so batching has to pad)."""
     return [

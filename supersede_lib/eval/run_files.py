@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import platform
 import re
+import sys
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +23,7 @@ import pandas as pd
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.provenance import REPO_ROOT, config_sha256, git_state
+from supersede_lib.models import cpu_features
 from supersede_lib.models.chat import ChatModel, one_line, redact_credentials, redact_json
 
 # how committed results show a local path: relative to the checkout, or under ~/
@@ -173,22 +175,12 @@ def machine_facts() -> dict[str, str | None]:
     """The CPU a run used and the vector instructions torch's kernels chose on it. Float results of
     the same code differ between instruction sets (a CPU retrain of a registered run diverged at its
     8th rollout on an AVX512 machine, 2026-11-29), so a claim that a run reproduces names them."""
-    import sys
-
     torch = sys.modules.get("torch")  # only when this process already runs torch: no import for API runs
     return {
-        "cpu": _cpu_model_name() or platform.processor() or None,
+        "cpu": cpu_features.cpu_model_name(cpu_features.read_cpuinfo()) or platform.processor() or None,
         "machine": platform.machine() or None,
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability() if torch is not None else None,
     }
-
-
-def _cpu_model_name() -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return ""
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
 
 
 def _model_stats(model: Any) -> dict[str, Any] | None:

@@ -23,6 +23,15 @@ def cpu_flags(cpuinfo_text: str) -> frozenset[str]:
     return frozenset()
 
 
+def cpu_model_name(cpuinfo_text: str) -> str:
+    """The first CPU's `model name` in `/proc/cpuinfo` text ("AMD EPYC"), "" where none is given."""
+    for line in cpuinfo_text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
+    return ""
+
+
 def bf16_matrix_flags(cpuinfo_text: str) -> list[str]:
     """The bf16 matrix-unit flags (`amx_bf16`) present in `cpuinfo_text`."""
     flags = cpu_flags(cpuinfo_text)
