@@ -468,5 +468,6 @@ def test_the_fresh_instrument_set_uses_episodes_no_other_set_or_run_has_used() -
         "verdict__seed-11__step-20",
         "notes-used__seed-11__step-20",
         "notes-used__seed-12__step-20",
+        "format__seed-12__step-20",
     ]
     assert "instrument-fresh" not in PROFILE.require("preregistration").order  # exploratory, not registered
