@@ -12,7 +12,8 @@ LongMemEval protocol) about the same answers, so a judge model can be held to th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -180,6 +181,57 @@ def answer_population(row: Mapping[str, Any]) -> str:
     `base model`: RL optimises against the matcher, so its agreement is held to account separately."""
     model = str(row.get("source", {}).get("model", ""))
     return "trained adapter" if "__seed-" in model else "base model"
+
+
+_ROLLOUT_STEP = re.compile(r"(?:training rollout|GRPO training policy), step (\d+)")
+
+
+def rollout_step(row: Mapping[str, Any]) -> int | None:
+    """The training step at which a logged rollout answer was sampled (its source says "training
+    rollout, step 11" or "(GRPO training policy, step 3)"), or None for an answer of a finished model."""
+    source = row.get("source", {})
+    found = _ROLLOUT_STEP.search(f"{source.get('model', '')} {source.get('condition', '')}")
+    return int(found.group(1)) if found else None
+
+
+def reward_errors_by_step(
+    rows: Iterable[Mapping[str, Any]], graded: pd.DataFrame, step_bins: Sequence[int] = (0, 5, 10, 15, 20)
+) -> pd.DataFrame:
+    """The matcher's credit errors on labelled training rollouts, by training step: a verdict is the
+    reward, so `over-credit` (paid, the readers say not correct) is what a policy learns to seek. If
+    it grew with the steps, training would be finding the matcher's holes; `under-credit` withholds
+    reward the readers would pay. `graded` is `grade_labelled_answers(rows)`."""
+    steps = pd.Series({row["id"]: rollout_step(row) for row in rows}, dtype="float")
+    frame = graded.assign(step=graded["id"].map(steps)).dropna(subset=["step"])
+    readers_pay, matcher_pays = frame["label"] == "correct", frame["verdict"] == "correct"
+    frame = frame.assign(
+        readers=readers_pay,
+        matcher=matcher_pays,
+        over=matcher_pays & ~readers_pay,
+        under=readers_pay & ~matcher_pays,
+    )
+    bins = pd.cut(frame["step"], list(step_bins))
+    table = frame.groupby(bins, observed=True).agg(
+        rollouts=("id", "size"),
+        readers=("readers", "sum"),
+        matcher=("matcher", "sum"),
+        over=("over", "sum"),
+        under=("under", "sum"),
+    )
+    table.index = [f"{int(interval.left) + 1}-{int(interval.right)}" for interval in table.index]
+    table.loc["all"] = table.sum()
+    return (
+        table.rename_axis("steps")
+        .reset_index()
+        .rename(
+            columns={
+                "readers": "correct by labels",
+                "matcher": "correct by matcher",
+                "over": "over-credit (paid, labels: not correct)",
+                "under": "under-credit (labels: correct, not paid)",
+            }
+        )
+    )
 
 
 def credit_agreement(frame: pd.DataFrame) -> float:

@@ -24,6 +24,7 @@ from supersede_lib.eval.agreement import (
     credit_agreement,
     grade_labelled_answers,
     read_labelled_answers,
+    reward_errors_by_step,
 )
 from supersede_lib.studies import profiles
 from supersede_lib.studies.common import (
@@ -208,6 +209,12 @@ def instrument_section(output_root: Path) -> str:
         markdown_table(matcher.matrix.reset_index()),
         "",
         markdown_table(_agreement_by_population(graded)),
+        "",
+        "The labelled training rollouts (answers sampled while training, whose verdict was the reward), by "
+        "training step: over-credit is reward paid for an answer the labels do not call correct. Growing "
+        "with the steps, it would say the policy is finding the matcher's holes.",
+        "",
+        markdown_table(reward_errors_by_step(rows, graded)),
         "",
     ]
     judges = judge_results(output_root / "validation")
