@@ -18,6 +18,7 @@ from supersede_lib.eval.agreement import (
     credit_agreement,
     disagreements,
     grade_labelled_answers,
+    pooled_final_answer_credit,
     read_blind_batches,
     read_labelled_answers,
 )
@@ -203,6 +204,51 @@ def test_each_blind_batch_is_labelled_and_the_current_rounds_record_reproduces()
         int(((clear["label"] == "correct") == (clear["verdict"] == "correct")).sum())
         == latest.clear_credit_agrees
     )
+
+
+def test_final_answer_batches_are_pooled_once_each(tmp_path) -> None:
+    """A batch graded by two matcher versions (F4: v6, then the frozen v7) counts once, at its first
+    grading; rollout batches are not final answers."""
+    lines = [
+        ("F1", "greedy final answers of format s11", "v6", 10, 10),
+        ("F4", "greedy final answers of a twin", "v6", 20, 18),
+        ("F4", "greedy final answers of a twin", "v7", 20, 19),
+        ("S7", "training rollouts", "v7", 30, 20),
+    ]
+    path = tmp_path / "batches.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "batch": name,
+                    "first_id": "ans-1",
+                    "last_id": "ans-2",
+                    "matcher": matcher,
+                    "frozen_at": "abc",
+                    "answers": answers,
+                    "graded_once": {
+                        "n": n,
+                        "credit_agrees": agreed,
+                        "verdict_agrees": agreed,
+                        "clear_n": n,
+                        "clear_credit_agrees": agreed,
+                    },
+                }
+            )
+            + "\n"
+            for name, answers, matcher, n, agreed in lines
+        )
+    )
+    assert pooled_final_answer_credit(read_blind_batches(path)) == (28, 30)
+
+
+def test_the_instrument_target_holds_on_fresh_final_answers() -> None:
+    """Issue 26's target, read as decided before batch F5 (docs/preregistration.md): the matcher's credit
+    agrees with the blind labels on >= 98% of fresh greedy final answers of trained adapters, every F
+    batch pooled, each graded once by the matcher frozen before it. F1-F5: 675/684 = 98.7%. F5 alone is
+    141/147 = 95.9%; a later batch that pulled the pool below 98% would fail here."""
+    agreed, n = pooled_final_answer_credit(read_blind_batches())
+    assert n >= 150 and agreed / n >= MIN_AGREEMENT, f"{agreed}/{n}"
 
 
 def test_a_blind_batch_line_without_a_field_is_named(tmp_path) -> None:

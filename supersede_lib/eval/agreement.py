@@ -123,6 +123,22 @@ def current_matcher_batches(batches: list[BlindBatch], matcher_version: str) -> 
     return [batch for batch in batches if batch.matcher == matcher_version]
 
 
+FINAL_ANSWERS = "greedy final answers"
+"""How the F batches' `answers` begin: a final adapter's greedy answers to new episodes, the kind a
+trained number is made of, and the answers issue 26's 98% target is read on (docs/preregistration.md,
+"How the instrument target is read from here on", decided before batch F5)."""
+
+
+def pooled_final_answer_credit(batches: list[BlindBatch]) -> tuple[int, int]:
+    """Credit agreements and answers over every batch of fresh greedy final answers, each counted once at
+    its first grading (F4 was graded by v6 and by the frozen v7 alike): (agreed, n)."""
+    first: dict[str, BlindBatch] = {}
+    for batch in batches:
+        if batch.answers.startswith(FINAL_ANSWERS):
+            first.setdefault(batch.batch, batch)
+    return sum(b.credit_agrees for b in first.values()), sum(b.n for b in first.values())
+
+
 _BATCH_FIELDS = ("batch", "first_id", "last_id", "matcher", "frozen_at", "graded_once")
 _GRADED_FIELDS = ("n", "credit_agrees", "verdict_agrees", "clear_n", "clear_credit_agrees")
 

@@ -466,19 +466,32 @@ def _revised_matcher_caveat() -> str:
     """The matcher crossed the bar in rule rounds after the registered verdict: say so, beside what it
     measured out of sample (every fresh blind batch graded once by this matcher version, each named
     with the kind of trained answers it sampled)."""
-    from supersede_lib.eval.agreement import current_matcher_batches, read_blind_batches
+    from supersede_lib.eval.agreement import (
+        current_matcher_batches,
+        pooled_final_answer_credit,
+        read_blind_batches,
+    )
     from supersede_lib.eval.matcher import MATCHER_VERSION
 
+    batches = read_blind_batches()
+    final_agreed, final_n = pooled_final_answer_credit(batches)
     measured = "; ".join(
         f"{batch.batch} ({batch.answers}) {batch.credit_agrees}/{batch.n} = {batch.credit_share:.1%}, "
         f"{batch.clear_credit_agrees}/{batch.clear_n} = {batch.clear_credit_share:.1%} on the answers its "
         "readers did not call borderline"
-        for batch in current_matcher_batches(read_blind_batches(), MATCHER_VERSION)
+        for batch in current_matcher_batches(batches, MATCHER_VERSION)
+    )
+    pooled = (
+        f" Over every fresh batch of greedy final answers, the kind a trained number is made of and the "
+        f"answers the issue's {MIN_CREDIT_AGREEMENT:.0%} target is read on (decided before batch F5), each "
+        f"graded once by the matcher frozen before it: {final_agreed}/{final_n} = {final_agreed / final_n:.1%}."
+        if final_n
+        else ""
     )
     return (
         f" The matcher grading them ({MATCHER_VERSION}) was revised after the registered verdict, in rule "
         "rounds written on other answers (docs/preregistration.md); on fresh blind batches of trained "
-        f"answers, each graded once by it at its freeze, its credit agreed: {measured}."
+        f"answers, each graded once by it at its freeze, its credit agreed: {measured}.{pooled}"
     )
 
 
