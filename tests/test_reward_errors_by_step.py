@@ -58,6 +58,19 @@ def test_over_and_under_credit_are_counted_in_their_step_bins() -> None:
     assert table.loc["all", "rollouts"] == 3 and table.loc["all", "correct by labels"] == 2
 
 
+def test_a_step_past_the_last_bin_widens_it_rather_than_being_dropped() -> None:
+    rows = [_row("a", 3, "correct"), _row("b", 27, "wrong")]
+    graded = pd.DataFrame(
+        [
+            {"id": "a", "label": "correct", "verdict": "correct"},
+            {"id": "b", "label": "wrong", "verdict": "correct"},
+        ]
+    )
+    table = reward_errors_by_step(rows, graded).set_index("steps")
+    assert list(table.index) == ["1-5", "16-27", "all"]
+    assert table.loc["all", "rollouts"] == 2 and table.loc["16-27", OVER] == 1
+
+
 def test_training_did_not_learn_to_seek_the_matchers_over_credit() -> None:
     """Measured on the labelled rollouts (1,871, most of them from the fresh blind batches S2-S7): over
     -credit is 5, 9, 4 and 5 in steps 1-5, 6-10, 11-15 and 16-20, so the later half of training is paid no

@@ -226,7 +226,8 @@ def reward_errors_by_step(
         over=matcher_pays & ~readers_pay,
         under=readers_pay & ~matcher_pays,
     )
-    bins = pd.cut(frame["step"], list(step_bins))
+    last_edge = max(step_bins[-1], int(frame["step"].max())) if len(frame) else step_bins[-1]
+    bins = pd.cut(frame["step"], [*step_bins[:-1], last_edge])  # a longer run widens the last bin
     table = frame.groupby(bins, observed=True).agg(
         rollouts=("id", "size"),
         readers=("readers", "sum"),
