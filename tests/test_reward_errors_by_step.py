@@ -10,6 +10,7 @@ from supersede_lib.eval.agreement import (
     grade_labelled_answers,
     read_labelled_answers,
     reward_errors_by_step,
+    rollout_condition,
     rollout_step,
 )
 from supersede_lib.studies.labelled_episodes import labelled_episodes
@@ -38,7 +39,7 @@ def test_rollout_step_reads_the_step_a_rollout_was_sampled_at(source, step) -> N
 
 
 def _row(ident: str, step: int | None, label: str) -> dict:
-    condition = f"training rollout, step {step}" if step else "bounded_memory"
+    condition = rollout_condition(step) if step else "bounded_memory"
     return {"id": ident, "label": label, "source": {"model": "arm__seed-1", "condition": condition}}
 
 

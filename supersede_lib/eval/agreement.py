@@ -202,6 +202,13 @@ def answer_population(row: Mapping[str, Any]) -> str:
 _ROLLOUT_STEP = re.compile(r"(?:training rollout|GRPO training policy), step (\d+)")
 
 
+def rollout_condition(step: int) -> str:
+    """The `source.condition` a labelled training rollout carries (`label-batch training-packets`
+    writes it; `rollout_step` reads it back; the oldest rollout labels say "(GRPO training policy,
+    step N)" in their model instead)."""
+    return f"training rollout, step {step}"
+
+
 def rollout_step(row: Mapping[str, Any]) -> int | None:
     """The training step at which a logged rollout answer was sampled (its source says "training
     rollout, step 11" or "(GRPO training policy, step 3)"), or None for an answer of a finished model."""

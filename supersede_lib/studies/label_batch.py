@@ -36,6 +36,7 @@ from supersede_lib.eval.agreement import (
     disagreements,
     grade_labelled_answers,
     read_labelled_answers,
+    rollout_condition,
 )
 from supersede_lib.eval.run_files import REPO_ROOT, read_trajectories
 from supersede_lib.studies import evaluation_sets, profiles
@@ -154,7 +155,7 @@ def training_answers(
             | {
                 "question": episode.question,
                 "is_abstention": episode.is_abstention,
-                "condition": f"training rollout, step {row['step']}",
+                "condition": rollout_condition(row["step"]),
             }
         )
     return _distinct_new_items(keyed, labelled, first_id, run, rollouts_path), episodes
