@@ -28,30 +28,30 @@ lint: setup  ## ruff
 	$(VENV)/bin/ruff format --check supersede_lib supersede.py tests notebooks
 
 bench: setup  ## speed, overhead and engine benchmarks (not part of `make test`); BENCH_ARGS=--quick for a short run
-	$(PY) -m supersede_lib.bench $(BENCH_ARGS)
+	$(PY) -m supersede_lib bench $(BENCH_ARGS)
 
 # reachable: before installing, whether PROFILE's downloads (LongMemEval, GGUF files) can be fetched;
 # offline it stops with one line naming what to run instead (standard library only, any python3)
 reachable:
-	@$(PYTHON) supersede_lib/data/reachability.py $(PROFILE) $(REPRODUCE_ARGS)
+	@$(PYTHON) -m supersede_lib reachable $(PROFILE) $(REPRODUCE_ARGS)
 
 reproduce: reachable setup  ## notebooks 01-07 for PROFILE: replayed and checked when it has a committed record, else run
-	$(PY) -m supersede_lib.reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)
+	$(PY) -m supersede_lib reproduce --profile $(PROFILE) $(REPRODUCE_ARGS)
 
-# verify: PROFILE defaults to offline here (the profile with a committed record), not to local
-VERIFY_PROFILE := $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),offline)
+# verify: every profile with a committed record (offline, cpu_proof, cpu_proof_prereg), or PROFILE=X alone
+VERIFY_ARGS := $(if $(filter command line environment,$(origin PROFILE)),--profile $(PROFILE),)
 
-verify: setup  ## replay PROFILE (default offline) into .replay/; check every committed table and REPORT.md
-	$(PY) -m supersede_lib.reproduce --profile $(VERIFY_PROFILE) --replay $(REPRODUCE_ARGS)
+verify: setup  ## replay every committed record (or PROFILE) into .replay/; check every table and REPORT.md
+	$(PY) -m supersede_lib verify $(VERIFY_ARGS)
 
 report: setup  ## write outputs/$(PROFILE)/REPORT.md from the results on disk
-	$(PY) -m supersede_lib.studies.report --profile $(PROFILE)
+	$(PY) -m supersede_lib report --profile $(PROFILE)
 
 # gpu-check: on a CUDA machine, in the Python that requirements-gpu.txt was installed into (not .venv):
 # two GRPO steps of the tiny model with Unsloth (bf16, and fp16 as on a T4) and with plain PEFT, then
 # the adapter's generation; ~2 minutes, report in outputs/gpu_check/.
 gpu-check:  ## check the GPU training path on this machine's CUDA GPU (PYTHON=the platform's python)
-	$(PYTHON) -m supersede_lib.train.gpu_check --out outputs/gpu_check
+	$(PYTHON) -m supersede_lib gpu-check --out outputs/gpu_check
 
 # gpu-resolve: pip's resolver on requirements-gpu.txt for cp311 and cp312 manylinux x86_64, as on
 # Colab/Kaggle (downloads large wheels: not part of `make test`). TORCH_SPEC stands in for the torch

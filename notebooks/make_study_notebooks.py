@@ -317,7 +317,7 @@ def training_notebook() -> nbformat.NotebookNode:
         "LoRA-patched by Unsloth; on a CPU by transformers + PEFT. A run stops by itself after 10 consecutive "
         "zero-advantage batches (the paper's stop at step 174), saves adapters every `save_steps`, and resumes "
         "from its last checkpoint when this notebook is run again. See `docs/training.md` for the design. "
-        "On a GPU, `!python -m supersede_lib.train.gpu_check` first checks the training path in ~3 minutes "
+        "On a GPU, `!python -m supersede_lib gpu-check` first checks the training path in ~3 minutes "
         "(Unsloth in bf16 and fp16, plain PEFT, fp32 adapters; report in `outputs/gpu_check/`).",
         [
             new_markdown_cell(

@@ -5,8 +5,11 @@ record, the prompts, the no-re-feed rollout state machines every driver uses); `
 and the synthetic generator -> `Episode`s); `models` (one chat protocol over OpenAI-compatible
 servers, embedded llama.cpp, transformers and a response cache); `eval` (the runner, the
 matcher/reward, judge, diagnostics, statistics); `environment` (verifiers), `train` (GRPO on the
-rollout core) and `present` (figures, explorer); `studies` (notebooks 01-07 and their profiles);
-and at the top what a shell runs: `cli` (`python -m supersede_lib <command>`), `reproduce`, `bench`.
+rollout core) and `present` (figures, explorer); `profiles` (a YAML profile: the whole experiment,
+its models and where its files go); `results` (the tables every study writes and compares);
+`studies` (notebooks 01-07); `labelling` (the human labels and their tools); `reproduce` (the
+committed record: run, replay, verify, report); `prereg` (the pre-registered training proof); `bench`
+(speed benchmarks); and at the top what a shell runs: `cli` (`python -m supersede_lib <command>`).
 """
 
 __version__ = "0.1.0"
@@ -20,7 +23,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models",),
     ("eval",),
     ("environment", "train", "present"),
+    ("profiles",),
+    ("results",),
     ("studies",),
-    ("cli", "reproduce", "bench"),
+    ("labelling",),
+    ("reproduce",),
+    ("prereg",),
+    ("bench",),
+    ("cli",),
     ("__main__",),  # `python -m supersede_lib`: runs `cli`
 )

@@ -87,10 +87,10 @@ def fake_unsloth(tiny_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def study_bars():
-    """Every study bar (`studies.common.study_progress`) opened while a test module runs, in order.
+    """Every study bar (`results.outputs.study_progress`) opened while a test module runs, in order.
 
     Disabled bars count too, so studies run with `progress=False` can be checked."""
-    from supersede_lib.studies import common
+    from supersede_lib.results import outputs
 
     bars: list[StudyProgress] = []
 
@@ -100,7 +100,7 @@ def study_bars():
             bars.append(self)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(common, "StudyProgress", RecordedProgress)
+        patch.setattr(outputs, "StudyProgress", RecordedProgress)
         yield bars
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from supersede_lib import profiles
 from supersede_lib.models.cache import BEFORE_PROVENANCE
-from supersede_lib.studies import evaluation_sets, evidence, profiles, training, transfer
-from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
-from supersede_lib.studies.profiles import ProfileError, validate_profile
+from supersede_lib.profiles import ProfileError, validate_profile
+from supersede_lib.results import evidence
+from supersede_lib.results.headings import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+from supersede_lib.studies import evaluation_sets, training, transfer
 from supersede_lib.train.config import TrainingConfig
 
 COMMITTED = profiles.REPO_ROOT / "outputs" / "cpu_proof"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from supersede_lib import profiles
 from supersede_lib.cli import diagnose
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.studies import profiles
 
 
 def _totals(out: Path) -> list[dict]:

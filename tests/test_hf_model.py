@@ -174,8 +174,8 @@ def test_release_model_frees_in_process_weights_and_leaves_api_clients_alone(
     tiny_path: Path, tmp_path: Path
 ) -> None:
     from supersede_lib.models.cache import CachedChatModel, ResponseCache
+    from supersede_lib.models.chat import release_model
     from supersede_lib.models.openai_api import OpenAIChatModel
-    from supersede_lib.studies.common import release_model
 
     hf = HFChatModel(str(tiny_path), device="cpu")
     release_model(CachedChatModel(hf, ResponseCache(tmp_path / "responses.sqlite")))

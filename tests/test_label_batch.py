@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib.eval.agreement import LABELLED_ANSWERS, read_labelled_answers
-from supersede_lib.studies import label_batch, profiles
+from supersede_lib import profiles
+from supersede_lib.labelling import label_batch
+from supersede_lib.labelling.agreement import LABELLED_ANSWERS, read_labelled_answers
 
 R3_MODEL, R3_FIRST, R3_LAST = "notes-used__seed-11__step-20", 1625, 1776  # batch R3 of the labels README
 

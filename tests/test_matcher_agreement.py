@@ -10,7 +10,8 @@ import json
 import pandas as pd
 import pytest
 
-from supersede_lib.eval.agreement import (
+from supersede_lib.eval.matcher import MATCHER_VERSION
+from supersede_lib.labelling.agreement import (
     LABELLED_ANSWERS,
     LABELS_DIR,
     VERDICTS,
@@ -22,8 +23,7 @@ from supersede_lib.eval.agreement import (
     read_blind_batches,
     read_labelled_answers,
 )
-from supersede_lib.eval.matcher import MATCHER_VERSION
-from supersede_lib.studies.labelled_episodes import labelled_episodes
+from supersede_lib.labelling.labelled_episodes import labelled_episodes
 
 MIN_AGREEMENT = 0.98
 MIN_TRAINED_VERDICT_AGREEMENT = 0.95
@@ -145,8 +145,8 @@ def test_agreement_matrix_counts_and_weights() -> None:
 
 
 def test_a_judge_is_held_to_the_same_labels() -> None:
-    from supersede_lib.eval.agreement import judge_agreement_with_labels, judge_labelled_answers
     from supersede_lib.eval.judge import LongMemEvalJudge
+    from supersede_lib.labelling.agreement import judge_agreement_with_labels, judge_labelled_answers
     from supersede_lib.models.chat import ChatResult
 
     class SaysYesWhenTheGoldIsQuoted:
@@ -170,8 +170,8 @@ def test_a_judge_is_held_to_the_same_labels() -> None:
 
 
 def test_every_labelled_answer_can_be_put_to_the_judge() -> None:
-    from supersede_lib.eval.agreement import _episode_for
     from supersede_lib.eval.judge import LongMemEvalJudge
+    from supersede_lib.labelling.agreement import _episode_for
 
     judge = LongMemEvalJudge(model=None)  # only builds prompts here
     rows = read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")

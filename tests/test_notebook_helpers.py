@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from supersede_lib import profiles
 from supersede_lib.present.display import cell_text, table_html
-from supersede_lib.studies import notebook, profiles
+from supersede_lib.studies import notebook
 
 
 def test_cells_read_as_a_person_writes_them() -> None:

@@ -15,8 +15,8 @@ import nbformat
 import papermill
 import pytest
 
-from supersede_lib import reproduce
-from supersede_lib.studies import profiles
+from supersede_lib import profiles
+from supersede_lib.reproduce import notebooks as reproduce
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
 STUDY_NOTEBOOKS = (

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib.studies import isolation, profiles
+from supersede_lib import profiles
+from supersede_lib.studies import isolation
 
 RECORDED = profiles.REPO_ROOT / "outputs" / "offline" / "responses.jsonl.gz"
 COMMITTED_SUMMARY = profiles.REPO_ROOT / "outputs" / "offline" / "02_isolation" / "summary.json"

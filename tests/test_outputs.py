@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from supersede_lib.eval.run_files import REPO_ROOT, portable_path, portable_paths
-from supersede_lib.reproduce import strip_machine_paths
+from supersede_lib.reproduce.notebooks import strip_machine_paths
 
 ABSOLUTE_PATH = re.compile(r"[\"' (=]/(home|root|work|tmp|Users|var|opt|mnt)/[A-Za-z]")
 

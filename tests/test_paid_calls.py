@@ -169,7 +169,7 @@ def test_a_run_where_every_call_fails_is_written_and_named_failed(tmp_path, monk
 
 
 def test_a_profile_may_allow_running_uncached_and_refuses_other_words(tmp_path, monkeypatch):
-    from supersede_lib.studies import profiles
+    from supersede_lib import profiles
 
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     profile = profiles.load_profile("smoke", {"cache_on_damage": "run_uncached"})

@@ -13,11 +13,14 @@ import pandas as pd
 import pytest
 from conftest import make_episode  # noqa: E402
 
+from supersede_lib import profiles
 from supersede_lib.agent.notes_edits import parse_edit_lines, repair_prose_reply
 from supersede_lib.agent.rollout import BoundedMemoryRollout
-from supersede_lib.eval.agreement import read_blind_batches
 from supersede_lib.eval.matcher import MATCHER_VERSION
-from supersede_lib.studies import evaluation_sets, prereg_analysis, preregistered, profiles
+from supersede_lib.labelling.agreement import read_blind_batches
+from supersede_lib.prereg import analysis as prereg_analysis
+from supersede_lib.prereg import registered as preregistered
+from supersede_lib.studies import evaluation_sets
 from supersede_lib.studies.evaluation_sets import set_settings
 from supersede_lib.studies.training import planned_arms
 from supersede_lib.train.config import TRAINING_SEED_BASE
@@ -161,7 +164,7 @@ def test_the_module_runs_as_a_script() -> None:
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "supersede_lib.studies.preregistered", "--help"],
+        [sys.executable, "-m", "supersede_lib.prereg.registered", "--help"],
         capture_output=True,
         text=True,
     )

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from supersede_lib import profiles
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import ResponseCache
-from supersede_lib.studies import profiles
-from supersede_lib.studies.profiles import Profile, ProfileError, load_profile
+from supersede_lib.profiles import Profile, ProfileError, load_profile
 
 COMMITTED = sorted(profiles.CONFIG_DIR.glob("*.yaml"))
 MINIMAL = "name: unit\nmodel: {backend: fake}\n"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib import reproduce
 from supersede_lib.data import reachability
+from supersede_lib.reproduce import notebooks as reproduce
 
 MODULE = Path(reachability.__file__)
 REPO_ROOT = MODULE.parents[2]

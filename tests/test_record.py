@@ -10,9 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from supersede_lib import profiles
 from supersede_lib.eval import provenance
-from supersede_lib.studies import isolation, profiles, record, verify
-from supersede_lib.studies.common import NOTEBOOK_ISOLATION
+from supersede_lib.reproduce import record, verify
+from supersede_lib.results.headings import NOTEBOOK_ISOLATION
+from supersede_lib.studies import isolation
 
 COMMITTED_OFFLINE = profiles.REPO_ROOT / "outputs" / "offline"
 RECORDED = COMMITTED_OFFLINE / "responses.jsonl.gz"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from supersede_lib.studies import report
+from supersede_lib.reproduce import report
 
 
 def _write_study(root: Path, notebook: str, *, tables: dict[str, str], numbers: list[dict]) -> Path:
@@ -87,7 +87,7 @@ def test_write_report_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_report_rejects_unknown_profile(tmp_path: Path) -> None:
-    from supersede_lib.studies.profiles import ProfileError
+    from supersede_lib.profiles import ProfileError
 
     with pytest.raises(ProfileError, match="no profile 'nope'"):
         report.build_report("nope", output_root=tmp_path)
@@ -96,7 +96,7 @@ def test_report_rejects_unknown_profile(tmp_path: Path) -> None:
 def test_a_preregistered_profile_reports_its_design_and_registered_analysis_first() -> None:
     """The registered design (primary arm, test, success rule, stopping rule, amendments) and the
     registered analysis of what has run open the report; a profile without one has no such section."""
-    from supersede_lib.studies.report import build_report
+    from supersede_lib.reproduce.report import build_report
 
     text = build_report("cpu_proof_prereg")
     section = text[text.index("## Pre-registered design") : text.index("## The instrument")]

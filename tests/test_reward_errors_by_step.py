@@ -5,7 +5,7 @@ labels do not call correct (over-credit) is what training would learn to seek.""
 import pandas as pd
 import pytest
 
-from supersede_lib.eval.agreement import (
+from supersede_lib.labelling.agreement import (
     LABELLED_ANSWERS,
     grade_labelled_answers,
     read_labelled_answers,
@@ -13,7 +13,7 @@ from supersede_lib.eval.agreement import (
     rollout_condition,
     rollout_step,
 )
-from supersede_lib.studies.labelled_episodes import labelled_episodes
+from supersede_lib.labelling.labelled_episodes import labelled_episodes
 
 OVER = "over-credit (paid, labels: not correct)"
 UNDER = "under-credit (labels: correct, not paid)"

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from conftest import make_episode
 
+from supersede_lib import profiles
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.chat import ModelConfigError, redact_credentials, register_secret
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.reproduce import strip_machine_paths
-from supersede_lib.studies import profiles
-from supersede_lib.studies.outputs import write_summary
+from supersede_lib.reproduce.notebooks import strip_machine_paths
+from supersede_lib.results.outputs import write_summary
 
 PLANTED_KEY = "sk-planted-SECRET-0123456789abcdef"
 PLANTED_PASSWORD = "hunter2-planted-password"

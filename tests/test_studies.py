@@ -15,13 +15,25 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode, Session, Turn
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import RunSettings
 from supersede_lib.models.chat import ChatResult
 from supersede_lib.present.explorer import episode_explorer, episode_step_html, index_trajectories
-from supersede_lib.studies import common, paper_results, profiles
+from supersede_lib.results import paper_results
+from supersede_lib.results.comparison import compare_conditions, correct_column
+from supersede_lib.results.headings import (
+    MATCHER,
+    NOTEBOOK_ENVIRONMENT,
+    NOTEBOOK_FRONTIER,
+    NOTEBOOK_ISOLATION,
+    NOTEBOOK_SCALE,
+    ours_label,
+    percent,
+)
+from supersede_lib.results.outputs import study_warnings
 from supersede_lib.studies import data_overview as data_overview_study
 from supersede_lib.studies import environment_validation as environment_study
 from supersede_lib.studies import frontier as frontier_study
@@ -86,7 +98,7 @@ def _table_text(directory: Path, name: str) -> str:
 
 def test_isolation_files_accuracy_and_mcnemar_agree(isolation: isolation_study.IsolationResult) -> None:
     directory = isolation.output_dir
-    assert directory == profiles.OUTPUT_ROOT / "smoke" / common.NOTEBOOK_ISOLATION
+    assert directory == profiles.OUTPUT_ROOT / "smoke" / NOTEBOOK_ISOLATION
     n = SMOKE.isolation.episodes.n
     assert isolation.n == n
     for run in isolation.comparison.run_names.values():
@@ -117,12 +129,12 @@ def test_isolation_table_keeps_paper_and_ours_in_separate_columns(
     assert header == f"| measure | {paper} | {ours} |"
     table = pd.read_csv(directory / "table1_isolation.csv").set_index("measure")
     row = paper_results.TABLE1_ISOLATION[0]
-    assert table.loc["full context accuracy [95% Wilson]", paper] == common.percent(row["full_context"])
+    assert table.loc["full context accuracy [95% Wilson]", paper] == percent(row["full_context"])
     assert table.loc["McNemar b (full right, bounded wrong)", paper] == str(row["mcnemar_b"])
     assert table.loc["McNemar b (full right, bounded wrong)", ours] == str(isolation.mcnemar["b"])
     ours_full = table.loc["full context accuracy [95% Wilson]", ours]
-    assert ours_full.startswith(common.percent(isolation.comparison.accuracy_of("full_context")))
-    assert table.loc["grader", ours] == common.MATCHER
+    assert ours_full.startswith(percent(isolation.comparison.accuracy_of("full_context")))
+    assert table.loc["grader", ours] == MATCHER
 
 
 def test_isolation_summary_and_failure_breakdown(isolation: isolation_study.IsolationResult) -> None:
@@ -131,7 +143,7 @@ def test_isolation_summary_and_failure_breakdown(isolation: isolation_study.Isol
     numbers = _numbers(summary)
     full = numbers[("accuracy full_context", "fake-heuristic-server")]
     assert full["value"] == pytest.approx(isolation.comparison.accuracy_of("full_context"))
-    assert full["data"] == "synthetic, hard preset" and full["grader"] == common.MATCHER
+    assert full["data"] == "synthetic, hard preset" and full["grader"] == MATCHER
     trajectories = read_trajectories(
         directory / f"{isolation.comparison.run_names['bounded_memory']}.trajectories.jsonl"
     )
@@ -230,7 +242,7 @@ def test_environment_rollouts_terminate_and_match_the_runner(
     assert environment.answers_identical == n
     text = _table_text(directory, "environment_validation.md")
     assert f"paper (gpt-4.1-mini, LongMemEval, n={paper_results.TABLE1_N})" in text
-    assert common.percent(paper_results.ENVIRONMENT_MATCHER_ACCURACY) in text
+    assert percent(paper_results.ENVIRONMENT_MATCHER_ACCURACY) in text
     assert f"{n}/{n}" in text
 
 
@@ -398,10 +410,10 @@ class ScriptedModel:
 @pytest.mark.parametrize(
     ("study", "notebook"),
     [
-        ("isolation", common.NOTEBOOK_ISOLATION),
-        ("frontier", common.NOTEBOOK_FRONTIER),
-        ("scale", common.NOTEBOOK_SCALE),
-        ("environment", common.NOTEBOOK_ENVIRONMENT),
+        ("isolation", NOTEBOOK_ISOLATION),
+        ("frontier", NOTEBOOK_FRONTIER),
+        ("scale", NOTEBOOK_SCALE),
+        ("environment", NOTEBOOK_ENVIRONMENT),
     ],
 )
 def test_a_study_counts_every_run_on_one_bar(study: str, notebook: str, study_bars, request) -> None:
@@ -425,11 +437,11 @@ def test_a_study_counts_every_run_on_one_bar(study: str, notebook: str, study_ba
 def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) -> None:
     episodes = [_city_episode(index) for index in range(4)]
     model = ScriptedModel(full_right={"ep-0", "ep-1", "ep-2"}, bounded_right={"ep-0", "ep-3"})
-    comparison = common.compare_conditions(
+    comparison = compare_conditions(
         episodes, model, RunSettings(concurrency=2), directory=tmp_path, progress=False
     )
 
-    assert comparison.n == 4 and comparison.grader == common.MATCHER
+    assert comparison.n == 4 and comparison.grader == MATCHER
     assert comparison.accuracy_of("full_context") == 0.75 and comparison.accuracy_of("bounded_memory") == 0.5
     assert (comparison.mcnemar["b"], comparison.mcnemar["c"], comparison.mcnemar["n"]) == (2, 1, 4)
     assert comparison.mcnemar["p_exact"] == pytest.approx(1.0)  # 2 vs 1 discordant: no evidence
@@ -451,7 +463,7 @@ def test_compare_conditions_counts_exactly_what_the_model_did(tmp_path: Path) ->
     assert memory["echo_share"] == 0
     assert (tmp_path / f"{comparison.run_names['bounded_memory']}.trajectories.jsonl").exists()
 
-    ours = common.ours_label("scripted", "toy", "unit", 4)
+    ours = ours_label("scripted", "toy", "unit", 4)
     table = isolation_study.isolation_table(
         comparison, ours, paper_results.TABLE1_ISOLATION[0], "paper"
     ).set_index("measure")
@@ -467,11 +479,11 @@ def test_correct_column_uses_the_judge_only_when_asked() -> None:
             "judge_correct": pd.Series([False, True], dtype=object),
         }
     )
-    assert list(common.correct_column(frame, use_judge=False)) == [True, False]
-    assert list(common.correct_column(frame, use_judge=True)) == [False, True]
+    assert list(correct_column(frame, use_judge=False)) == [True, False]
+    assert list(correct_column(frame, use_judge=True)) == [False, True]
     frame.loc[1, "judge_correct"] = None
     with pytest.raises(ValueError, match=r"field 'judge_correct'.*\['b'\]"):
-        common.correct_column(frame, use_judge=True)
+        correct_column(frame, use_judge=True)
 
 
 LONGMEMEVAL_SAMPLES = profiles.REPO_ROOT.parent / "shared" / "longmemeval-samples"
@@ -518,14 +530,15 @@ def test_a_study_collects_and_prints_the_warnings_of_its_runs(tmp_path: Path, ca
             return ChatResult("city", finish_reason="length")
 
     run_condition([_city_episode(0)], "bounded_memory", CutsEveryReply(), RunSettings(), output_dir=tmp_path)
-    warnings = common.study_warnings(tmp_path)
+    warnings = study_warnings(tmp_path)
     assert len(warnings) == 1 and "cutting-model" in warnings[0] and "4 of 4 calls were cut" in warnings[0]
 
 
 def test_memory_tables_show_shares_as_percent_and_keep_numbers_in_csv(tmp_path) -> None:
     import pandas as pd
 
-    from supersede_lib.studies.common import shares_as_percent, write_table
+    from supersede_lib.results.comparison import shares_as_percent
+    from supersede_lib.results.outputs import write_table
 
     frame = pd.DataFrame({"model": ["m"], "changed_share": [0.8313], "empty_share": [float("nan")]})
     write_table(tmp_path, "memory_metrics", frame, "note", shown=shares_as_percent(frame))

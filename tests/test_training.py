@@ -598,7 +598,7 @@ def test_mixed_precision_is_bf16_with_bf16_units_and_fp16_on_a_t4(monkeypatch: p
 
 
 def test_a_t4_picks_the_colab_preset(monkeypatch: pytest.MonkeyPatch) -> None:
-    from supersede_lib.studies import profiles
+    from supersede_lib import profiles
     from supersede_lib.studies import training as training_study
     from supersede_lib.train import config as training_config
 

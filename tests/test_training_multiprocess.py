@@ -36,11 +36,11 @@ pytest.importorskip("peft")
 
 from transformers import TrainerCallback  # noqa: E402
 
+from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode  # noqa: E402
 from supersede_lib.agent.rollout import BoundedMemoryRollout  # noqa: E402
 from supersede_lib.cli.train import main as training_command  # noqa: E402
 from supersede_lib.models.hf import GGUF_CACHE_ENV  # noqa: E402
-from supersede_lib.studies import profiles  # noqa: E402
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.train import run as training_run  # noqa: E402
 from supersede_lib.train.config import (  # noqa: E402

@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("trl")
 
+from supersede_lib import profiles
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT  # noqa: E402
-from supersede_lib.studies import profiles  # noqa: E402
+from supersede_lib.profiles import Profile, validate_profile
 from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.studies import transfer as transfer_study  # noqa: E402
-from supersede_lib.studies.profiles import Profile, validate_profile  # noqa: E402
 from supersede_lib.train import rewards as training_rewards  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
 from supersede_lib.train.run import run_dir_for  # noqa: E402

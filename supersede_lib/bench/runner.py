@@ -41,7 +41,7 @@ from typing import Any
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.bench.children import die_with_parent
-from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, engines_bench, engines_table, find_local_model
+from supersede_lib.bench.engines import engines_bench, engines_table, find_local_model
 from supersede_lib.bench.prefix import prefix_cache_bench, prefix_cache_table
 from supersede_lib.bench.train_prefix import train_prefix_bench, train_prefix_table
 from supersede_lib.data.synthetic import generate_episodes
@@ -338,36 +338,8 @@ def _write_part(output_dir: Path, name: str, measured: dict[str, Any], table: st
     return measured
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m supersede_lib bench", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--questions", type=int, default=78)
-    parser.add_argument("--latency", type=float, default=0.2, help="fake server seconds per call")
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--sequential-subset", type=int, default=8, help="questions timed sequentially")
-    parser.add_argument("--full-sequential", action="store_true", help="time all questions sequentially")
-    parser.add_argument("--skip-embedded", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT_DIR)
-    engines = parser.add_argument_group("engines side by side")
-    engines.add_argument("--engines-only", action="store_true", help="only the engine comparison")
-    engines.add_argument("--skip-engines", action="store_true")
-    engines.add_argument("--quick", action="store_true", help="a short engine run: 2 questions per condition")
-    engines.add_argument("--engine-questions", type=int, default=8, help="questions per condition")
-    engines.add_argument(
-        "--engine-model", default=DEFAULT_ENGINE_MODEL, help="GGUF file name in the model dir"
-    )
-    engines.add_argument("--engine-concurrency", type=int, default=8, help="questions in flight")
-    engines.add_argument("--threads", type=int, default=None, help="CPU threads of both engines (all cores)")
-    engines.add_argument("--disagreement-calls", type=int, default=16, help="batched calls re-run alone")
-    parser.add_argument("--skip-prefix", action="store_true", help="skip the prompt-prefix cache comparison")
-    parser.add_argument("--prefix-calls", type=int, default=16, help="calls of the prefix cache comparison")
-    parser.add_argument(
-        "--skip-train-prefix", action="store_true", help="skip the shared-prefix training loss comparison"
-    )
-    args = parser.parse_args(argv)
-
+def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
+    """Every benchmark `args` (the `bench` command's options) asks for; each part's files under `args.output_dir`."""
     result: dict[str, Any] = {}
     if not args.engines_only:
         result = {
@@ -417,7 +389,3 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.output_dir, "train_prefix", training, train_prefix_table(training)
         )
     return result
-
-
-if __name__ == "__main__":
-    main()

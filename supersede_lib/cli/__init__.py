@@ -1,10 +1,10 @@
 """One command line for the project: `python -m supersede_lib <command> [options]`.
 
-Each command is a module with `main(argv) -> int`; `COMMANDS` is the one list of them (the test of
-the command lines runs `--help` on every entry), so a new command line is added here, not as a
-`python -m` path of its own. The older paths the Makefile uses (`python -m supersede_lib.bench`,
-`supersede_lib.reproduce`, `supersede_lib.studies.report`, `supersede_lib.train.gpu_check`) run the
-same `main`s. This package is the top layer: it may import anything, nothing imports it.
+Each command is a module of this package with `build_parser()` and `main(argv) -> int`, a thin
+wrapper over the library function that does the work; `COMMANDS` is the one list of them (the test
+of the command lines runs `--help` on every entry and checks that every option has help), so a new
+command line is added here, not as a `python -m` path of its own. This package is the top layer: it
+may import anything, nothing imports it.
 """
 
 from __future__ import annotations
@@ -28,44 +28,46 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "reproduce": Command(
-        "supersede_lib.reproduce", "run notebooks 01-07 headless for a profile, then write its report"
+        "supersede_lib.cli.reproduce", "run notebooks 01-07 headless for a profile, then write its report"
     ),
-    "report": Command(
-        "supersede_lib.studies.report", "write outputs/<profile>/REPORT.md from the files on disk"
+    "verify": Command(
+        "supersede_lib.cli.verify", "replay every committed record (or --profile X) and check each table"
     ),
+    "report": Command("supersede_lib.cli.report", "write outputs/<profile>/REPORT.md from the files on disk"),
     "train": Command("supersede_lib.cli.train", "train a profile's GRPO runs, on one GPU or data-parallel"),
     "validation": Command(
-        "supersede_lib.studies.validation", "the matcher (and embedded judges) against the human labels"
+        "supersede_lib.cli.validation", "the matcher (and embedded judges) against the human labels"
     ),
-    "bench": Command("supersede_lib.bench.runner", "speed, overhead and engine benchmarks (`make bench`)"),
+    "bench": Command("supersede_lib.cli.bench", "speed, overhead and engine benchmarks (`make bench`)"),
     "diagnose": Command(
         "supersede_lib.cli.diagnose",
         "Table 1 for any OpenAI-compatible model on one page, cost estimated first",
     ),
     "reachable": Command(
-        "supersede_lib.data.reachability",
+        "supersede_lib.cli.reachable",
         "can a profile's downloads be fetched? one line saying what to run if not",
     ),
     "serve": Command(
         "supersede_lib.cli.serve", "serve a GGUF model over OpenAI-compatible HTTP (a free port by default)"
     ),
     "preregistered": Command(
-        "supersede_lib.studies.preregistered",
+        "supersede_lib.cli.preregistered",
         "a pre-registered proof one piece per session: --baselines, --next, --report, --verify",
     ),
     "label-batch": Command(
-        "supersede_lib.studies.label_batch",
+        "supersede_lib.cli.label_batch",
         "blind label packets of a judged model's new answers; merge the labels; grade them once",
     ),
     "gpu-check": Command(
-        "supersede_lib.train.gpu_check", "check the GPU training path on this machine's CUDA GPU (~3 min)"
+        "supersede_lib.cli.gpu_check", "check the GPU training path on this machine's CUDA GPU (~2 min)"
     ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The dispatcher's parser; its help lists every command with its one-line summary."""
-    listing = "\n".join(f"  {name:<12}{command.summary}" for name, command in COMMANDS.items())
+    width = max(len(name) for name in COMMANDS) + 2
+    listing = "\n".join(f"  {name:<{width}}{command.summary}" for name, command in COMMANDS.items())
     return argparse.ArgumentParser(
         prog=PROG,
         usage=f"{PROG} <command> [options]",
@@ -92,4 +94,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = command_main(rest)
     finally:
         sys.argv[0] = program
-    return status if isinstance(status, int) else 0  # `bench` returns its measurements
+    return status

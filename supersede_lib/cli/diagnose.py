@@ -16,9 +16,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from supersede_lib import profiles
 from supersede_lib.models.chat import ModelError
-from supersede_lib.studies import diagnosis, isolation, profiles
-from supersede_lib.studies.outputs import StudyFailedError
+from supersede_lib.results.outputs import StudyFailedError
+from supersede_lib.studies import diagnosis, isolation
 
 DEFAULT_OUT = (
     profiles.REPO_ROOT / "outputs" / "diagnose"

@@ -96,7 +96,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         del server
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

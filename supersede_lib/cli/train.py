@@ -16,13 +16,12 @@ An entry point above the library: it reads profiles through `studies`, and no li
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
-from supersede_lib.studies import profiles
+from supersede_lib import profiles
 from supersede_lib.studies.training import TrainedRun, arm_configs, planned_arms, train_runs
 from supersede_lib.train.config import CURRICULUM_MODES, REWARDS, TrainingConfig
 from supersede_lib.train.processes import is_main_process, leave_process_group, process_count
@@ -253,7 +252,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if main_process:
         print("\n".join(lines))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

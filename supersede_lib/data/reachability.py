@@ -1,6 +1,6 @@
 """Before a long run: can a profile's downloads be reached? If not, one short line says what to run.
 
-    python3 supersede_lib/data/reachability.py local [--live]   # exit 0: go on; 3: one line on stderr
+    python3 -m supersede_lib reachable local [--live]   # exit 0: go on; 3: one line on stderr
 
 `make reproduce` runs it first, before installing anything, so it uses the standard library only
 and runs from its path with any Python 3. A profile needs the Hugging Face hub when it reads
@@ -14,11 +14,9 @@ errors later), only a failure to connect does not. A profile with a committed re
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -94,19 +92,3 @@ def unreachable_message(profile: str, *, live: bool = False) -> str | None:
     what = needed[0] if len(needed) == 1 else f"{needed[0]} and {len(needed) - 1} more download(s)"
     advice = f"make reproduce PROFILE={profile} (replays its record)" if recorded else OFFLINE_ADVICE
     return f"Profile {profile} needs {what} from the Hugging Face hub, which is not reachable. Without internet run: {advice}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("profile", nargs="?", default="local", help="a profile name (default local)")
-    parser.add_argument("--live", action="store_true", help="the run makes every call again (no replay)")
-    args, _ = parser.parse_known_args(argv)  # the Makefile passes REPRODUCE_ARGS through (--only ...)
-    message = unreachable_message(args.profile, live=args.live)
-    if message:
-        print(message, file=sys.stderr)
-        return UNREACHABLE_EXIT
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

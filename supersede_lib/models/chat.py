@@ -15,6 +15,7 @@ from every one-line error message.
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -143,3 +144,15 @@ def one_line(text: object, limit: int = 300) -> str:
     """`text` with whitespace collapsed, URL credentials redacted and cut to `limit` characters."""
     flat = redact_credentials(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def release_model(model: Any) -> None:
+    """Free an in-process model (a GGUF or transformers model holds GBs) once a study is done with it.
+
+    In-process models free themselves in `close()`; an API client has none and is left alone.
+    """
+    inner = getattr(model, "inner", model)
+    close = getattr(inner, "close", None)
+    if callable(close):
+        close()
+        gc.collect()

@@ -14,20 +14,14 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode
 from supersede_lib.data import longmemeval, synthetic
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.run_files import read_trajectories
-from supersede_lib.studies import profiles
-from supersede_lib.studies.common import (
-    NOTEBOOK_DATA,
-    NOTEBOOK_ISOLATION,
-    headline_number,
-    slug,
-    write_summary,
-    write_table,
-)
-from supersede_lib.studies.profiles import IsolationBlock, Profile, ScaleBlock
+from supersede_lib.profiles import IsolationBlock, Profile, ScaleBlock
+from supersede_lib.results.headings import NOTEBOOK_DATA, NOTEBOOK_ISOLATION, headline_number, slug
+from supersede_lib.results.outputs import write_summary, write_table
 
 
 @dataclass

@@ -18,13 +18,14 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, make_rollout
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import estimate_cost_usd, is_local_url, is_openai_endpoint
-from supersede_lib.studies import profiles
-from supersede_lib.studies.common import markdown_table, shares_as_percent
-from supersede_lib.studies.profiles import Profile
+from supersede_lib.profiles import Profile
+from supersede_lib.results.comparison import shares_as_percent
+from supersede_lib.results.outputs import markdown_table
 
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
 ANSWER_TOKENS = 64  # the runner's answer cap

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.agent import prompts
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
@@ -32,23 +33,18 @@ from supersede_lib.eval.runner import (
     run_sync,
 )
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.studies import paper_results, profiles
-from supersede_lib.studies.common import (
+from supersede_lib.profiles import EnvironmentBlock, Profile, SaturationBlock, judge_for
+from supersede_lib.results import paper_results
+from supersede_lib.results.comparison import correct_column, grader_name
+from supersede_lib.results.headings import (
     MATCHER,
     NOTEBOOK_ENVIRONMENT,
-    ResultOfRuns,
-    correct_column,
-    grader_name,
     headline_number,
-    judge_for,
     ours_label,
     paper_label,
     percent,
-    record_summary,
-    study_progress,
-    write_table,
 )
-from supersede_lib.studies.profiles import EnvironmentBlock, Profile, SaturationBlock
+from supersede_lib.results.outputs import ResultOfRuns, record_summary, study_progress, write_table
 
 
 @dataclass

@@ -23,13 +23,15 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.run_files import REPO_ROOT
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly, ResponseCache
-from supersede_lib.studies import evidence, profiles
-from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER, StudyResult, record_summary
-from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError, TransferBlock
+from supersede_lib.profiles import EvaluationSet, Profile, ProfileError, TransferBlock
+from supersede_lib.results import evidence
+from supersede_lib.results.headings import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+from supersede_lib.results.outputs import StudyResult, record_summary
 from supersede_lib.studies.training import TrainedRun, checkpoint_model_name, model_label, planned_arms
 from supersede_lib.train.config import TrainingConfig
 from supersede_lib.train.run import resolve_base_model
@@ -88,8 +90,9 @@ def set_models(profile: Profile, evaluation: EvaluationSet, runs: Sequence[Train
     return [model for model in every if model.label in evaluation.models]
 
 
-def run_settings(block: TransferBlock, runs: Sequence[TrainedRun]) -> RunSettings:
-    """The prompt the adapters trained with, the budget, and (if asked) the training's token cap."""
+def run_settings(block: TransferBlock, runs: Sequence[TrainedRun], concurrency: int = 1) -> RunSettings:
+    """The prompt the adapters trained with, the budget, the profile's concurrency and (if asked) the
+    training's token cap."""
     config = runs[0].config
     variants = {run.config.prompt_variant for run in runs}
     if len(variants) != 1:
@@ -98,14 +101,16 @@ def run_settings(block: TransferBlock, runs: Sequence[TrainedRun]) -> RunSetting
     return RunSettings(
         prompt_variant=config.prompt_variant,
         notes_budget_chars=block.notes_budget_chars or config.notes_budget_chars,
-        concurrency=1,  # one local model: concurrent calls would only queue
+        concurrency=concurrency,
         **({"max_tokens_notes": cap, "max_tokens_answer": cap} if cap else {}),
     )
 
 
-def set_settings(block: TransferBlock, evaluation: EvaluationSet, runs: Sequence[TrainedRun]) -> RunSettings:
+def set_settings(
+    block: TransferBlock, evaluation: EvaluationSet, runs: Sequence[TrainedRun], concurrency: int = 1
+) -> RunSettings:
     """`run_settings`, with the set's own agent and token caps where it names them."""
-    settings = run_settings(block, runs)
+    settings = run_settings(block, runs, concurrency)
     changes = {
         "prompt_variant": evaluation.prompt_variant,
         "max_tokens_notes": evaluation.max_tokens_notes,
@@ -177,7 +182,7 @@ def _replayed_model(folder: Path, model: SetModel) -> Any:
     if recorded is None:
         raise FileNotFoundError(
             f"{folder / model.label}.manifest.json is missing and the adapter is not here: nothing to replay "
-            "(train and evaluate again with `python -m supersede_lib.reproduce --live --only 06,07`)"
+            "(train and evaluate again with `python -m supersede_lib reproduce --live --only 06,07`)"
         )
     return RecordedRepliesOnly(*recorded)
 
@@ -215,7 +220,7 @@ def judge_models(
     folder, live = set_folder(profile, evaluation, root), profiles.live_calls_forced()
     folder.mkdir(parents=True, exist_ok=True)
     base_path = resolve_base_model(config)
-    settings = set_settings(block, evaluation, settings_runs or [_ConfigOnly(config)])
+    settings = set_settings(block, evaluation, settings_runs or [_ConfigOnly(config)], profile.concurrency)
     cache, evaluated = _set_cache(profile, evaluation, root), False
     for model in models:
         if _finished(folder, model.label) and not live:

@@ -12,32 +12,27 @@ from pathlib import Path
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings
-from supersede_lib.studies import paper_results, profiles
-from supersede_lib.studies.common import (
+from supersede_lib.models.chat import release_model
+from supersede_lib.profiles import FrontierBlock, Profile, judge_for
+from supersede_lib.results import paper_results
+from supersede_lib.results.comparison import (
     MEMORY_NOTE,
-    NOTEBOOK_FRONTIER,
     ConditionComparison,
-    StudyResult,
     accuracy_cell,
     combine_failures,
     compare_conditions,
     comparison_numbers,
     failure_counts_table,
-    format_pvalue,
-    judge_for,
     memory_numbers,
-    percent,
-    record_summary,
-    release_model,
     shares_as_percent,
-    study_progress,
     write_failures,
-    write_table,
 )
-from supersede_lib.studies.profiles import FrontierBlock, Profile
+from supersede_lib.results.headings import NOTEBOOK_FRONTIER, format_pvalue, percent
+from supersede_lib.results.outputs import StudyResult, record_summary, study_progress, write_table
 
 
 @dataclass

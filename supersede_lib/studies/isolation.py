@@ -14,15 +14,37 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings
-from supersede_lib.studies import common, paper_results, profiles
-from supersede_lib.studies.profiles import IsolationBlock, Profile
+from supersede_lib.profiles import IsolationBlock, Profile, judge_for
+from supersede_lib.results import paper_results
+from supersede_lib.results.comparison import (
+    MEMORY_NOTE,
+    ConditionComparison,
+    accuracy_cell,
+    all_failed,
+    compare_conditions,
+    comparison_numbers,
+    failure_counts_table,
+    memory_numbers,
+    shares_as_percent,
+    write_failures,
+)
+from supersede_lib.results.headings import (
+    NOTEBOOK_ISOLATION,
+    format_pvalue,
+    headline_number,
+    ours_label,
+    paper_label,
+    percent,
+)
+from supersede_lib.results.outputs import StudyResult, record_summary, study_progress, write_table
 
 
 @dataclass
-class IsolationResult(common.StudyResult):
+class IsolationResult(StudyResult):
     """Notebook 02: full context vs bounded memory on the same questions, one model."""
 
     profile: Profile
@@ -30,7 +52,7 @@ class IsolationResult(common.StudyResult):
     data_label: str
     n: int
     grader: str
-    comparison: common.ConditionComparison
+    comparison: ConditionComparison
     table: pd.DataFrame  # ours beside the paper's gpt-4.1-mini row (Table 1)
     failure_counts: pd.DataFrame
     examples: pd.DataFrame  # questions full context got right and bounded memory got wrong
@@ -45,27 +67,27 @@ class IsolationResult(common.StudyResult):
 
 
 def isolation_table(
-    comparison: common.ConditionComparison, ours_header: str, paper_row: dict, paper_header: str
+    comparison: ConditionComparison, ours_header: str, paper_row: dict, paper_header: str
 ) -> pd.DataFrame:
     """Table 1 for one model: rows are measures, one column for the paper and one for us."""
     acc = comparison.accuracy.set_index("condition")
 
     def ours_accuracy(condition: str) -> str:
-        return common.accuracy_cell(acc.loc[condition])
+        return accuracy_cell(acc.loc[condition])
 
-    no_result = any(common.all_failed(acc.loc[condition]) for condition in acc.index)
+    no_result = any(all_failed(acc.loc[condition]) for condition in acc.index)
     gap_ours = acc.loc["full_context", "accuracy"] - acc.loc["bounded_memory", "accuracy"]
     gap_paper = paper_row["full_context"] - paper_row["bounded_memory"]
     test = comparison.mcnemar
     rows = [
         (
             "full context accuracy [95% Wilson]",
-            common.percent(paper_row["full_context"]),
+            percent(paper_row["full_context"]),
             ours_accuracy("full_context"),
         ),
         (
             f"bounded memory (B={comparison.notes_budget_chars}) accuracy",
-            common.percent(paper_row["bounded_memory"]),
+            percent(paper_row["bounded_memory"]),
             ours_accuracy("bounded_memory"),
         ),
         ("gap (points)", f"{100 * gap_paper:.1f}", "—" if no_result else f"{100 * gap_ours:.1f}"),
@@ -73,22 +95,22 @@ def isolation_table(
         ("McNemar c (bounded right, full wrong)", paper_row.get("mcnemar_c") or "—", test["c"]),
         (
             "p, chi² with continuity correction",
-            common.format_pvalue(paper_row.get("p_chi2_corrected")),
-            common.format_pvalue(test["p_chi2_corrected"]),
+            format_pvalue(paper_row.get("p_chi2_corrected")),
+            format_pvalue(test["p_chi2_corrected"]),
         ),
-        ("p, exact binomial", "—", common.format_pvalue(test["p_exact"])),
+        ("p, exact binomial", "—", format_pvalue(test["p_exact"])),
         ("grader", "LLM judge (gpt-4o-2024-08-06, LongMemEval protocol)", comparison.grader),
     ]
     return pd.DataFrame(rows, columns=["measure", paper_header, ours_header]).astype(str)
 
 
-def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> common.ConditionComparison:
+def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> ConditionComparison:
     """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder)."""
     block: IsolationBlock = profile.require("isolation")
     episodes = load_episodes(block.episodes)
     total = len(episodes) * len(CONDITIONS)
-    with common.study_progress(profile, common.NOTEBOOK_ISOLATION, total, progress) as bar:
-        return common.compare_conditions(
+    with study_progress(profile, NOTEBOOK_ISOLATION, total, progress) as bar:
+        return compare_conditions(
             episodes,
             profiles.model_for(profile.model, profile),
             RunSettings(
@@ -96,18 +118,18 @@ def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> comm
                 concurrency=profile.concurrency,
                 prompt_variant=profile.prompt_variant,
             ),
-            directory=profiles.output_dir(profile, common.NOTEBOOK_ISOLATION),
-            judge=common.judge_for(profile),
+            directory=profiles.output_dir(profile, NOTEBOOK_ISOLATION),
+            judge=judge_for(profile),
             progress=bar,
         )
 
 
-def analyse_isolation(profile: Profile, comparison: common.ConditionComparison) -> IsolationResult:
+def analyse_isolation(profile: Profile, comparison: ConditionComparison) -> IsolationResult:
     """Table 1 for the profile's model beside the paper's, failure classes, and telling examples."""
     data = profile.require("isolation").episodes.label
-    ours_header = common.ours_label(comparison.model, data, profile.name, comparison.n)
+    ours_header = ours_label(comparison.model, data, profile.name, comparison.n)
     paper_row = paper_results.TABLE1_ISOLATION[0]
-    paper_header = common.paper_label(paper_row["model"], paper_results.TABLE1_N)
+    paper_header = paper_label(paper_row["model"], paper_results.TABLE1_N)
     paired = comparison.per_question
     examples = paired[paired["correct_full_context"] & ~paired["correct_bounded_memory"]][
         ["episode_id", "question", "gold", "answer_full_context", "answer_bounded_memory", "final_notes"]
@@ -120,7 +142,7 @@ def analyse_isolation(profile: Profile, comparison: common.ConditionComparison) 
         grader=comparison.grader,
         comparison=comparison,
         table=isolation_table(comparison, ours_header, paper_row, paper_header),
-        failure_counts=common.failure_counts_table(comparison.failures, ("model",)),
+        failure_counts=failure_counts_table(comparison.failures, ("model",)),
         examples=examples,
     )
 
@@ -130,19 +152,19 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
     from supersede_lib.present import plots
 
     profile, comparison, counts = result.profile, result.comparison, result.failure_counts
-    directory = directory or profiles.output_dir(profile, common.NOTEBOOK_ISOLATION)
-    tables = [common.write_table(directory, "table1_isolation", result.table)]
+    directory = directory or profiles.output_dir(profile, NOTEBOOK_ISOLATION)
+    tables = [write_table(directory, "table1_isolation", result.table)]
     comparison.accuracy.to_csv(directory / "accuracy.csv", index=False)
     (directory / "mcnemar.json").write_text(json.dumps(comparison.mcnemar, indent=2) + "\n", encoding="utf-8")
     comparison.per_question.to_csv(directory / "per_question.csv", index=False)
-    tables.append(common.write_failures(directory, comparison.failures, counts))
+    tables.append(write_failures(directory, comparison.failures, counts))
     tables.append(
-        common.write_table(
+        write_table(
             directory,
             "memory_metrics",
             comparison.memory,
-            common.MEMORY_NOTE,
-            shown=common.shares_as_percent(comparison.memory),
+            MEMORY_NOTE,
+            shown=shares_as_percent(comparison.memory),
         )
     )
     result.examples.to_csv(directory / "examples_full_right_bounded_wrong.csv", index=False)
@@ -155,19 +177,17 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
         result.figures["failures"] = plots.save_figure(figure, directory / "failure_breakdown.png")
 
     meta = {"model": result.model, "data": result.data_label, "profile": profile.name, "n": result.n}
-    numbers = common.comparison_numbers(comparison, result.data_label, profile.name)
+    numbers = comparison_numbers(comparison, result.data_label, profile.name)
     for row in counts.to_dict("records"):
         for failure, count in row.items():
             if failure not in ("model", "total"):
                 numbers.append(
-                    common.headline_number(
-                        f"failures {failure}", int(count), **{**meta, "n": int(row["total"])}
-                    )
+                    headline_number(f"failures {failure}", int(count), **{**meta, "n": int(row["total"])})
                 )
-    numbers += common.memory_numbers(comparison.memory, meta)
+    numbers += memory_numbers(comparison.memory, meta)
     config = profile.as_config("isolation", "model", "judge")
     extra = {"mcnemar": comparison.mcnemar, "runs": comparison.run_names}
-    return common.record_summary(result, directory, common.NOTEBOOK_ISOLATION, numbers, tables, config, extra)
+    return record_summary(result, directory, NOTEBOOK_ISOLATION, numbers, tables, config, extra)
 
 
 def run_isolation(profile: Profile, *, progress: bool = True) -> IsolationResult:

@@ -18,12 +18,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from supersede_lib import profiles
 from supersede_lib.data import reachability
 from supersede_lib.present.display import banner, run_warnings_box, show, show_figure, show_notes, show_values
-from supersede_lib.studies import profiles
-from supersede_lib.studies.labels import MATCHER
-from supersede_lib.studies.outputs import failed_runs, study_warnings
-from supersede_lib.studies.profiles import Profile
+from supersede_lib.profiles import Profile
+from supersede_lib.results.headings import MATCHER
+from supersede_lib.results.outputs import failed_runs, study_warnings
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -132,7 +132,7 @@ def on_hosted_notebook() -> bool:
 def environment_figure(result: Any) -> Any:
     """Notebook 05 at a glance: termination, reward and reference accuracy, saturation; ours | paper."""
     from supersede_lib.present.overview_figures import validation_figure
-    from supersede_lib.studies import paper_results
+    from supersede_lib.results import paper_results
 
     ours = {
         "rollouts terminated with an answer": result.terminated / max(result.n, 1),
@@ -156,7 +156,8 @@ def environment_figure(result: Any) -> Any:
 
 def show_evaluation_sets(profile: Profile) -> None:
     """07's named evaluation sets (the CPU proof's held-out, harder and real-record sets), if any."""
-    from supersede_lib.studies import evaluation_sets, evidence
+    from supersede_lib.results import evidence
+    from supersede_lib.studies import evaluation_sets
 
     sets = evaluation_sets.read_evaluation_sets(profile)
     if sets is None:
@@ -195,8 +196,8 @@ def _cpu_proof_figure(record: Path) -> Any:
     arm, line style by seed), or None when the rollouts are not in this checkout."""
     import pandas as pd
 
-    from supersede_lib.studies import evidence
-    from supersede_lib.studies.labels import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+    from supersede_lib.results import evidence
+    from supersede_lib.results.headings import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
 
     rollouts = evidence.read_rollouts(record / NOTEBOOK_TRAINING)
     if rollouts is None or rollouts.empty:
@@ -214,8 +215,8 @@ def _cpu_proof_figure(record: Path) -> Any:
 def show_cpu_proof(record: Path = CPU_PROOF) -> None:
     """The result that worked, read from the committed `cpu_proof` record: GRPO on a CPU lifts the
     0.5B's held-out accuracy on some seeds (training success and held-out accuracy per checkpoint)."""
-    from supersede_lib.studies import evidence
-    from supersede_lib.studies.labels import NOTEBOOK_TRANSFER
+    from supersede_lib.results import evidence
+    from supersede_lib.results.headings import NOTEBOOK_TRANSFER
 
     folder = record / NOTEBOOK_TRANSFER
     heldout = folder / "heldout.csv"

@@ -14,36 +14,36 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.diagnostics import failure_breakdown
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
-from supersede_lib.studies import paper_results, profiles
-from supersede_lib.studies.common import (
-    MATCHER,
+from supersede_lib.profiles import Profile, ScaleBlock
+from supersede_lib.results import paper_results
+from supersede_lib.results.comparison import (
     MEMORY_NOTE,
-    NOTEBOOK_SCALE,
-    ResultOfRuns,
     accuracy_row,
     combine_failures,
     correct_column,
     failure_counts_table,
-    format_pvalue,
-    headline_number,
     mcnemar_dict,
     memory_numbers,
     memory_row,
+    shares_as_percent,
+    write_failures,
+)
+from supersede_lib.results.headings import (
+    MATCHER,
+    NOTEBOOK_SCALE,
+    format_pvalue,
+    headline_number,
     ours_label,
     paper_label,
     percent,
-    record_summary,
-    shares_as_percent,
-    study_progress,
-    write_failures,
-    write_table,
 )
-from supersede_lib.studies.profiles import Profile, ScaleBlock
+from supersede_lib.results.outputs import ResultOfRuns, record_summary, study_progress, write_table
 
 SCALE_CONDITIONS = ("short_fixed", "long_fixed", "long_per_session")
 

@@ -28,16 +28,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.eval.run_files import portable_paths
-from supersede_lib.studies import evidence, paper_results, profiles
-from supersede_lib.studies.common import (
-    NOTEBOOK_TRAINING,
-    StudyResult,
-    headline_number,
-    record_summary,
-    write_table,
-)
-from supersede_lib.studies.profiles import Profile, ProfileError, TrainingArm, TrainingBlock
+from supersede_lib.profiles import Profile, ProfileError, TrainingArm, TrainingBlock
+from supersede_lib.results import evidence, paper_results
+from supersede_lib.results.headings import NOTEBOOK_TRAINING, headline_number
+from supersede_lib.results.outputs import StudyResult, record_summary, write_table
 from supersede_lib.train.config import (
     CONFIG_FILE,
     DEFAULT_REWARD,

@@ -22,28 +22,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff
 from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly
+from supersede_lib.models.chat import release_model
 from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint, hf_cache_namespace
-from supersede_lib.studies import paper_results, profiles
-from supersede_lib.studies.common import (
+from supersede_lib.profiles import Profile, ProfileError, TransferBlock
+from supersede_lib.results import paper_results
+from supersede_lib.results.comparison import accuracy_row, mcnemar_dict
+from supersede_lib.results.headings import (
     MATCHER,
     NOTEBOOK_TRAINING,
     NOTEBOOK_TRANSFER,
-    StudyResult,
-    accuracy_row,
     headline_number,
-    mcnemar_dict,
     percent,
-    record_summary,
-    release_model,
-    study_progress,
-    write_table,
 )
-from supersede_lib.studies.profiles import Profile, ProfileError, TransferBlock
+from supersede_lib.results.outputs import StudyResult, record_summary, study_progress, write_table
 from supersede_lib.studies.training import (
     PAPER_MODEL,
     TrainedRun,
@@ -372,8 +369,10 @@ def evaluate_checkpoints(profile: Profile, *, progress: bool = True) -> Transfer
         raise ValueError(
             f"training runs of profile {profile.name!r} used different prompt variants: {sorted(variants)}"
         )
-    # the prompt the adapters were trained with; one local model, so concurrent calls would only queue
-    settings = RunSettings(notes_budget_chars=budget, concurrency=1, prompt_variant=variants.pop())
+    # the prompt the adapters were trained with, at the profile's concurrency
+    settings = RunSettings(
+        notes_budget_chars=budget, concurrency=profile.concurrency, prompt_variant=variants.pop()
+    )
     total = len(episodes) * (1 + sum(len(run.checkpoints) for run in runs))  # the base, then each checkpoint
     with study_progress(profile, NOTEBOOK_TRANSFER, total, progress) as bar:
         if any(run.recorded for run in runs):

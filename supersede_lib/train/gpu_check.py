@@ -23,7 +23,6 @@ question, not this one's. The report (`gpu_check.json`, `gpu_check.md`) names th
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -327,38 +326,22 @@ def write_report(results: Sequence[CheckResult], environment_report: dict[str, A
     return path
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m supersede_lib gpu-check", description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("outputs/gpu_check"), help="where the report goes")
-    parser.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS)
-    parser.add_argument(
-        "--allow-cpu", action="store_true", help="run without CUDA (tests; no Unsloth checks)"
-    )
-    parser.add_argument("--keep", action="store_true", help="keep the tiny model and runs (printed path)")
-    args = parser.parse_args(argv)
+def run_gpu_check(out: Path, checks: Sequence[str], *, keep: bool = False) -> int:
+    """Run the named checks in a scratch folder, write the report under `out`, print it; 0 if all passed."""
     report = environment()
-    if not report["cuda"] and not args.allow_cpu:
-        parser.error(
-            "no CUDA GPU is visible to torch; this checks the GPU training path (see docs/training.md)"
-        )
-    checks = (
-        args.checks if report["cuda"] else [name for name in args.checks if not name.startswith("unsloth")]
-    )
+    if not report["cuda"]:
+        checks = [name for name in checks if not name.startswith("unsloth")]
     work_dir = Path(tempfile.mkdtemp(prefix="supersede-gpu-check-"))
     try:
         results = run_checks(work_dir, checks)
     finally:
-        if args.keep:
+        if keep:
             print(f"runs kept in {work_dir}")
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
-    table = write_report(results, report, args.out)
+    table = write_report(results, report, out)
     print(table.read_text())
     for result in results:
         if not result.ok:
             print(f"--- {result.name} failed:\n{result.error}")
     return 0 if all(result.ok for result in results) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

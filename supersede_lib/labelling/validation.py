@@ -1,31 +1,28 @@
 """The instrument checked against people: the matcher and embedded LLM judges on the human-labelled
-answers (`supersede_lib/eval/labels/`), written to outputs/validation/.
+answers (`supersede_lib/labelling/data/`), written to outputs/validation/.
 
     python -m supersede_lib validation --judge-model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from supersede_lib.eval.agreement import (
-    LABELLED_ANSWERS,
+from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.labelling.agreement import (
     agreement,
     grade_labelled_answers,
     judge_agreement_with_labels,
     judge_labelled_answers,
     read_labelled_answers,
 )
-from supersede_lib.eval.judge import LongMemEvalJudge
+from supersede_lib.labelling.labelled_episodes import labelled_episodes
 from supersede_lib.models.gguf import EmbeddedGGUFModel, resolve_default_gguf
-from supersede_lib.studies.common import markdown_table
-from supersede_lib.studies.labelled_episodes import labelled_episodes
-from supersede_lib.studies.profiles import OUTPUT_ROOT
+from supersede_lib.profiles import OUTPUT_ROOT
+from supersede_lib.results.outputs import markdown_table
 
 VALIDATION_DIR = OUTPUT_ROOT / "validation"
 
@@ -38,33 +35,19 @@ def judge_results(directory: Path = VALIDATION_DIR) -> dict[str, dict[str, Any]]
     return {result["model_file"]: result for result in results}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Matcher (and, with --judge-model, embedded judges) against the human labels; tables under
-    outputs/validation/. A judge's results stay until it is run again (judge__<model>.json/.csv)."""
-    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
-    parser.add_argument("--labels", default=str(LABELLED_ANSWERS))
-    parser.add_argument("--judge-model", action="append", default=[], help="a GGUF file name (repeatable)")
-    parser.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    rows = read_labelled_answers(args.labels)
+def write_validation(labels_path: Path, judge_model_files: Sequence[str], threads: int | None) -> list[str]:
+    """Grade the labelled answers with the matcher (and each embedded judge named); write the tables
+    under outputs/validation/ and return the Markdown lines. A judge's results stay until it is run
+    again (judge__<model>.json/.csv)."""
+    rows = read_labelled_answers(labels_path)
     VALIDATION_DIR.mkdir(parents=True, exist_ok=True)
     episodes = labelled_episodes(rows)
     graded = grade_labelled_answers(rows, episodes)
     matcher = agreement(graded)
-    for model_file in args.judge_model:
-        model = EmbeddedGGUFModel(
-            resolve_default_gguf(filename=model_file), n_ctx=4096, n_threads=args.threads
-        )
-        try:
-            judged = judge_labelled_answers(rows, LongMemEvalJudge(model), episodes)
-        finally:
-            model.close()
-        stem = f"judge__{Path(model_file).stem}"
-        judged.to_csv(VALIDATION_DIR / f"{stem}.csv", index=False)
-        result = {"model_file": model_file, **judge_agreement_with_labels(judged)}
-        (VALIDATION_DIR / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    for model_file in judge_model_files:
+        _judge_labelled(model_file, rows, episodes, threads)
     lines = [
-        f"# The matcher against human labels ({len(graded)} real answers, {Path(args.labels).name})",
+        f"# The matcher against human labels ({len(graded)} real answers, {Path(labels_path).name})",
         "",
         f"Agreement: {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}",
         "",
@@ -83,9 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = {"n": len(graded), "matcher_agreement": matcher.share}
     (VALIDATION_DIR / "agreement.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (VALIDATION_DIR / "agreement.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    return 0
+    return lines
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _judge_labelled(model_file: str, rows: list, episodes: dict, threads: int | None) -> None:
+    """One embedded judge on every labelled answer; its table and agreement beside the matcher's."""
+    model = EmbeddedGGUFModel(resolve_default_gguf(filename=model_file), n_ctx=4096, n_threads=threads)
+    try:
+        judged = judge_labelled_answers(rows, LongMemEvalJudge(model), episodes)
+    finally:
+        model.close()
+    stem = f"judge__{Path(model_file).stem}"
+    judged.to_csv(VALIDATION_DIR / f"{stem}.csv", index=False)
+    result = {"model_file": model_file, **judge_agreement_with_labels(judged)}
+    (VALIDATION_DIR / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

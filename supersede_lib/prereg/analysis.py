@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from supersede_lib import profiles
 from supersede_lib.eval.stats import (
     paired_bootstrap_diff,
     paired_mcnemar,
@@ -24,10 +25,11 @@ from supersede_lib.eval.stats import (
     step_success_trend,
     wilson_interval,
 )
-from supersede_lib.studies import evidence, profiles
-from supersede_lib.studies.common import NOTEBOOK_TRAINING, markdown_table
+from supersede_lib.profiles import Profile, ProfileError
+from supersede_lib.results import evidence
+from supersede_lib.results.headings import NOTEBOOK_TRAINING
+from supersede_lib.results.outputs import markdown_table
 from supersede_lib.studies.evaluation_sets import BASE, set_folder
-from supersede_lib.studies.profiles import Profile, ProfileError
 
 FINAL_STEP = 20  # the stopping rule: every run's final checkpoint
 _ORDER_ITEM = re.compile(r"^\s*(?P<arm>[A-Za-z0-9_-]+)\s+s(?P<seed>\d+)\s*$")
@@ -295,8 +297,8 @@ MIN_CREDIT_AGREEMENT = 0.98  # issue 26: the matcher's credit on trained answers
 
 
 def labelled_trained_answers(profile: Profile) -> int:
-    """How many labelled answers (supersede_lib/eval/labels/) are this profile's trained arms' answers."""
-    from supersede_lib.eval.agreement import answer_population
+    """How many labelled answers (supersede_lib/labelling/data/) are this profile's trained arms' answers."""
+    from supersede_lib.labelling.agreement import answer_population
 
     prefix = f"outputs/{profile.name}/"
     return sum(
@@ -308,7 +310,7 @@ def labelled_trained_answers(profile: Profile) -> int:
 
 
 def _labelled_rows() -> list[dict]:
-    from supersede_lib.eval.agreement import LABELS_DIR, read_labelled_answers
+    from supersede_lib.labelling.agreement import LABELS_DIR, read_labelled_answers
 
     return read_labelled_answers(LABELS_DIR / "labelled_answers.jsonl")
 
@@ -466,12 +468,12 @@ def _revised_matcher_caveat() -> str:
     """The matcher crossed the bar in rule rounds after the registered verdict: say so, beside what it
     measured out of sample (every fresh blind batch graded once by this matcher version, each named
     with the kind of trained answers it sampled)."""
-    from supersede_lib.eval.agreement import (
+    from supersede_lib.eval.matcher import MATCHER_VERSION
+    from supersede_lib.labelling.agreement import (
         current_matcher_batches,
         pooled_final_answer_credit,
         read_blind_batches,
     )
-    from supersede_lib.eval.matcher import MATCHER_VERSION
 
     batches = read_blind_batches()
     final_agreed, final_n = pooled_final_answer_credit(batches)

@@ -15,10 +15,11 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
+from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.provenance import git_state
 from supersede_lib.eval.run_files import portable_paths
 from supersede_lib.models.chat import redact_json
-from supersede_lib.studies.profiles import Profile
+from supersede_lib.profiles import Profile
 
 STUDY_SUMMARY_FILE = "summary.json"
 
@@ -198,3 +199,8 @@ class ResultOfRuns(StudyResult):
     @property
     def model(self) -> str:
         return self.raw.model
+
+
+def study_progress(profile: Profile, notebook: str, total_questions: int, enabled: bool) -> StudyProgress:
+    """The one bar every run of a study counts on, named by its notebook and profile."""
+    return StudyProgress(total_questions, f"{notebook} ({profile.name})", enabled=enabled)

@@ -1,6 +1,6 @@
 """A blind label batch: the new answers of one judged model, packets for readers, then merge and grade once.
 
-The matcher is held to human labels of the answers it grades (`eval/labels/README.md`). A batch of a
+The matcher is held to human labels of the answers it grades (`labelling/data/README.md`). A batch of a
 new run is made in three steps, each a subcommand of `python -m supersede_lib label-batch`:
 
 1. `packets`: every distinct (question, gold, answer) of one model on one evaluation set that is not
@@ -26,8 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode
-from supersede_lib.eval.agreement import (
+from supersede_lib.eval.run_files import REPO_ROOT, read_trajectories
+from supersede_lib.labelling.agreement import (
     LABELLED_ANSWERS,
     VERDICTS,
     agreement,
@@ -38,15 +40,13 @@ from supersede_lib.eval.agreement import (
     read_labelled_answers,
     rollout_condition,
 )
-from supersede_lib.eval.run_files import REPO_ROOT, read_trajectories
-from supersede_lib.studies import evaluation_sets, profiles
-from supersede_lib.studies.labelled_episodes import (
+from supersede_lib.labelling.labelled_episodes import (
     LabelBatchError,
     evaluation_set,
     labelled_episodes,
-    set_episodes,
     training_episode,
 )
+from supersede_lib.studies import evaluation_sets
 
 PROMPT_EXAMPLE_KEY = "violin teacher"  # the format example's key that trained policies copy (batch R1)
 ITEM_FIELDS = (
@@ -294,37 +294,6 @@ def grade(first_id: int, last_id: int, labelled_path: Path = LABELLED_ANSWERS) -
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m supersede_lib label-batch", description=__doc__.splitlines()[0]
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    packets = commands.add_parser("packets", help="blind packets of a judged model's new answers")
-    packets.add_argument("--profile", required=True)
-    packets.add_argument("--set", dest="set_name", required=True, help="the evaluation set, e.g. test")
-    packets.add_argument("--model", required=True, help="e.g. verdict__seed-12__step-20")
-    packets.add_argument("--first-id", type=int, help="the first id's number (default: one past the last)")
-    packets.add_argument("--packets", type=int, default=3)
-    packets.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
-    training = commands.add_parser(
-        "training-packets", help="blind packets of training runs' logged rollout answers"
-    )
-    training.add_argument("rollouts", type=Path, nargs="+", help="<run>.rollouts.jsonl files, in id order")
-    training.add_argument("--first-step", type=int, default=1, help="only rollouts of this step on")
-    training.add_argument("--last-step", type=int, help="only rollouts up to this step")
-    training.add_argument("--sample", type=int, help="a uniform random sample of this many answers")
-    training.add_argument("--sample-seed", type=int, default=0, help="the sample's random seed")
-    training.add_argument("--first-id", type=int, help="the first id's number (default: one past the last)")
-    training.add_argument("--packets", type=int, default=3)
-    training.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
-    merged = commands.add_parser("merge", help="append a folder's labels to the labelled set")
-    merged.add_argument("--out", type=Path, required=True)
-    graded = commands.add_parser("grade", help="grade ans-FIRST...ans-LAST once with this commit's matcher")
-    graded.add_argument("first", type=int)
-    graded.add_argument("last", type=int)
-    return parser
-
-
 def sample_items(
     items: Sequence[dict[str, Any]], size: int, seed: int, first_id: int
 ) -> list[dict[str, Any]]:
@@ -355,26 +324,3 @@ def write_training_packets(arguments: argparse.Namespace) -> None:
     for path in write_packets(items, episodes, arguments.out, arguments.packets):
         print(f"{path}: {len(json.loads(path.read_text(encoding='utf-8')))} answers")
     print(f"{len(items)} new answers: {items[0]['id']}...{items[-1]['id']}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = build_parser().parse_args(argv)
-    if arguments.command == "packets":
-        profile = profiles.load_profile(arguments.profile)
-        labelled = read_labelled_answers(LABELLED_ANSWERS)
-        first_id = arguments.first_id or 1 + max(answer_id_number(row["id"]) for row in labelled)
-        episodes = set_episodes(profile, arguments.set_name)
-        path = trajectories_path(profile, arguments.set_name, arguments.model)
-        items = new_answers(path, arguments.model, episodes, labelled, first_id)
-        for path in write_packets(items, episodes, arguments.out, arguments.packets):
-            print(f"{path}: {len(json.loads(path.read_text(encoding='utf-8')))} answers")
-        print(f"{len(items)} new answers: {items[0]['id']}...{items[-1]['id']}")
-    elif arguments.command == "training-packets":
-        write_training_packets(arguments)
-    elif arguments.command == "merge":
-        records = merge(arguments.out)
-        counts = Counter(record["label"] for record in records)
-        print(f"appended {len(records)} labels ({dict(counts)}) to {LABELLED_ANSWERS}")
-    else:
-        print(grade(arguments.first, arguments.last))
-    return 0

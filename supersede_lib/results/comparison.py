@@ -22,8 +22,8 @@ from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
-from supersede_lib.studies.labels import MATCHER, headline_number, percent
-from supersede_lib.studies.outputs import write_table
+from supersede_lib.results.headings import MATCHER, headline_number, percent
+from supersede_lib.results.outputs import write_table
 
 
 def grader_name(judge: Any) -> str:

@@ -1,4 +1,4 @@
-"""`python -m supersede_lib.studies.report --profile X`: write outputs/<profile>/REPORT.md from files on disk.
+"""Write outputs/<profile>/REPORT.md from the files on disk (`python -m supersede_lib report`).
 
 The report re-runs nothing. It collects what each study notebook wrote (summary.json, the
 Markdown tables beside the paper's numbers, run manifests) and the exact configuration that
@@ -9,16 +9,14 @@ output folders exist (the CPU proof is its own profile, `cpu_proof`).
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from supersede_lib.eval.agreement import (
+from supersede_lib import profiles
+from supersede_lib.labelling.agreement import (
     LABELLED_ANSWERS,
     agreement,
     credit_agreement,
@@ -26,8 +24,9 @@ from supersede_lib.eval.agreement import (
     read_labelled_answers,
     reward_errors_by_step,
 )
-from supersede_lib.studies import profiles
-from supersede_lib.studies.common import (
+from supersede_lib.labelling.labelled_episodes import labelled_episodes
+from supersede_lib.labelling.validation import judge_results
+from supersede_lib.results.headings import (
     NOTEBOOK_DATA,
     NOTEBOOK_ENVIRONMENT,
     NOTEBOOK_FRONTIER,
@@ -35,11 +34,8 @@ from supersede_lib.studies.common import (
     NOTEBOOK_SCALE,
     NOTEBOOK_TRAINING,
     NOTEBOOK_TRANSFER,
-    STUDY_SUMMARY_FILE,
-    markdown_table,
 )
-from supersede_lib.studies.labelled_episodes import labelled_episodes
-from supersede_lib.studies.validation import judge_results
+from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table
 
 STUDY_SECTIONS = (
     (NOTEBOOK_DATA, "01 · Data: LongMemEval knowledge-update and the procedural generator"),
@@ -203,7 +199,7 @@ def instrument_section(output_root: Path) -> str:
         "## The instrument: the matcher against human labels",
         "",
         f"{len(graded)} real model answers labelled correct / stale / ambiguous / wrong by careful reading "
-        "(`supersede_lib/eval/labels/`). Rows: the programmatic matcher's verdict; columns: the human label. "
+        "(`supersede_lib/labelling/data/`). Rows: the programmatic matcher's verdict; columns: the human label. "
         f"Agreement {matcher.agreed:.0f}/{matcher.total:.0f} = {matcher.share:.1%}.",
         "",
         markdown_table(matcher.matrix.reset_index()),
@@ -282,7 +278,7 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         f"# Supersede results — profile `{profile_name}`",
         "",
         f"Generated from the committed files under `outputs/{profile_name}/` (nothing else) by "
-        f"`python -m supersede_lib.studies.report --profile {profile_name}`: the same files always give "
+        f"`python -m supersede_lib report --profile {profile_name}`: the same files always give "
         "the same report, so `make verify` can check it. Each section names the commit of the code "
         "that wrote its results.",
         "",
@@ -290,7 +286,7 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         "",
         "Numbers labelled *ours* were measured by this repository with the model, data, profile and n "
         "named beside them. Numbers labelled *paper* are quoted from the Supersede paper "
-        "(`supersede_lib/studies/paper_results.py`); they sit in separate columns and are never mixed with ours.",
+        "(`supersede_lib/results/paper_results.py`); they sit in separate columns and are never mixed with ours.",
         "",
     ]
     if profile.preregistration is not None:
@@ -318,19 +314,3 @@ def write_report(profile_name: str, output_root: Path | None = None) -> Path:
     path = root / REPORT_FILE
     path.write_text(build_report(profile_name, output_root), encoding="utf-8")
     return path
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="local", help="configs/<profile>.yaml (default: local)")
-    parser.add_argument(
-        "--output-root", type=Path, default=None, help="default: outputs/ or SUPERSEDE_OUTPUT_DIR"
-    )
-    args = parser.parse_args(argv)
-    path = write_report(args.profile, args.output_root)
-    print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

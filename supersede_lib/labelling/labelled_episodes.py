@@ -23,11 +23,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode
 from supersede_lib.data import synthetic
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.run_files import REPO_ROOT
-from supersede_lib.studies import profiles
 
 _EVALUATION_FILE = re.compile(r"outputs/(?P<profile>[^/]+)/07_transfer_eval/(?P<set>[^/]+)/[^/]+$")
 _ROLLOUTS_FILE = re.compile(r"outputs/[^/]+/06_grpo_training/(?P<run>[^/]+)\.rollouts\.jsonl$")

@@ -20,7 +20,8 @@ import pandas as pd
 
 from supersede_lib.eval.run_files import live_measurements
 from supersede_lib.eval.stats import quarter_steps, success_trend
-from supersede_lib.studies.common import accuracy_row, markdown_table, mcnemar_dict
+from supersede_lib.results.comparison import accuracy_row, mcnemar_dict
+from supersede_lib.results.outputs import markdown_table
 from supersede_lib.train.config import CONFIG_FILE, METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
 
 TREND = "trend"

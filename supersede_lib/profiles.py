@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
 from supersede_lib.agent.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import EpisodeSpec
+from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
@@ -572,3 +573,10 @@ def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool =
 def _close_fake_servers() -> None:
     while _fake_servers:
         _fake_servers.pop().__exit__(None, None, None)
+
+
+def judge_for(profile: Profile) -> LongMemEvalJudge | None:
+    """The profile's LongMemEval judge (None when `judge:` is null)."""
+    if not profile.judge:
+        return None
+    return LongMemEvalJudge(model_for(profile.judge, profile))

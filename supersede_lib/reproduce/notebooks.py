@@ -1,9 +1,10 @@
-"""`python -m supersede_lib.reproduce --profile X [--only 01,02]`: replay or run the notebooks headless.
+"""Replay or run the notebooks headless for a profile (`python -m supersede_lib reproduce`).
 
 Every notebook in notebooks/ runs in name order with papermill (kernel `python3`, parameter
 `profile=X`). A profile with a committed record is replayed from its recorded replies into a
 scratch folder and checked table by table against the record (nothing tracked is rewritten); any
-other profile runs into outputs/<profile>/, executed copies in outputs/<profile>/executed/. The run stops at the first
+other profile runs into outputs/<profile>/, executed copies in outputs/<profile>/executed/ (a replay's
+in .replay/<profile>/executed/; neither is committed). The run stops at the first
 failing notebook and says which one, which error, and where its executed copy is. A profile whose
 downloads cannot be reached (`data.reachability`) stops before the first notebook with one line
 saying what to run instead (PROFILE=offline).
@@ -11,12 +12,10 @@ saying what to run instead (PROFILE=offline).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +23,11 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from supersede_lib.data import reachability
-from supersede_lib.eval.provenance import ALLOW_DIRTY_ENV, DirtyCheckoutError, check_clean_for_results
+from supersede_lib import profiles
+from supersede_lib.eval.provenance import check_clean_for_results
 from supersede_lib.eval.run_files import PORTABLE_ROOTS
 from supersede_lib.models.chat import redact_credentials
-from supersede_lib.studies import profiles, record, report, verify
+from supersede_lib.reproduce import record, report, verify
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
 REPLAY_ROOT = profiles.REPO_ROOT / ".replay"  # git-ignored scratch: where a replay writes
@@ -184,7 +183,7 @@ def reproduce(
         run.verdict = verify.compare_trees(profile, committed_root / profile, root / profile, started_wall)
         run.report_current = report_is_current(profile, committed_root)
         log(run.verdict.report())
-        log(_report_line(profile, run.report_current))
+        log(report_line(profile, run.report_current))
     elif mode == "record":
         run.verdict = verify.compare_trees(profile, committed_root / profile, root / profile, started_wall)
         adopted = record.adopt_replay(run.verdict, root / profile, committed_root / profile)
@@ -307,69 +306,9 @@ def report_is_current(profile: str, output_root: Path) -> bool | None:
     return path.read_text(encoding="utf-8") == report.build_report(profile, output_root)
 
 
-def _report_line(profile: str, current: bool | None) -> str:
+def report_line(profile: str, current: bool | None) -> str:
     if current is None:
         return f"REPORT.md: none committed for {profile}"
     if current:
         return "REPORT.md: current (regenerated from the committed files, identical)"
     return f"REPORT.md DIFFERS from what the committed files give: make report PROFILE={profile}, then commit"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=MODES_HELP,
-    )
-    parser.add_argument(
-        "--profile", default="local", help=f"one of {', '.join(profiles.PROFILES)} (default: local)"
-    )
-    parser.add_argument("--only", default="", help="comma-separated notebook prefixes, e.g. 01,02")
-    parser.add_argument("--no-report", action="store_true", help="skip writing REPORT.md (live and record)")
-    chosen = parser.add_mutually_exclusive_group()
-    chosen.add_argument(
-        "--live", action="store_true", help="make every model call again; write into outputs/"
-    )
-    chosen.add_argument(
-        "--replay", action="store_true", help="replay and check (the default for a profile with a record)"
-    )
-    chosen.add_argument(
-        "--record", action="store_true", help="replay, then adopt what changed into outputs/ (on purpose)"
-    )
-    parser.add_argument(
-        "--allow-dirty",
-        action="store_true",
-        help=f"let --live/--record write from uncommitted code (the diff's hash is recorded; {ALLOW_DIRTY_ENV}=1)",
-    )
-    parser.add_argument(
-        "--replay-root", type=Path, default=None, help=f"scratch folder (default {REPLAY_ROOT})"
-    )
-    args = parser.parse_args(argv)
-    if args.allow_dirty:
-        os.environ[ALLOW_DIRTY_ENV] = "1"  # the notebook kernels inherit it
-    mode = "live" if args.live else "record" if args.record else "replay" if args.replay else "auto"
-    unreachable = reachability.unreachable_message(args.profile, live=args.live)
-    if unreachable:  # before any notebook starts: offline, one line saying what to run instead
-        print(f"STOPPED: {unreachable}", file=sys.stderr)
-        return 2
-    only = [prefix for prefix in args.only.split(",") if prefix.strip()] or None
-    try:
-        run = reproduce(
-            args.profile, only, mode=mode, write_report=not args.no_report, replay_root=args.replay_root
-        )
-    except NotebookFailed as failure:
-        print(f"STOPPED: {failure}", file=sys.stderr)
-        return 1
-    except DirtyCheckoutError as error:
-        print(f"STOPPED: {error}", file=sys.stderr)
-        return 2
-    except (profiles.ProfileError, ValueError) as error:
-        print(f"STOPPED: {error}", file=sys.stderr)
-        return 2
-    if run.mode == "replay" and not (run.verdict.ok and run.report_current is not False):
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

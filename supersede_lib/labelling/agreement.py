@@ -1,6 +1,6 @@
 """The matcher against human labels: grade a labelled answer set, and the matcher x human confusion matrix.
 
-The labelled set (`supersede_lib/eval/labels/labelled_answers.jsonl`, described in the README
+The labelled set (`supersede_lib/labelling/data/labelled_answers.jsonl`, described in the README
 beside it) holds real model answers, each with the episode's question and values and a careful
 reader's verdict. `grade_labelled_answers` scores every answer with `score_answer`; `agreement` gives
 the confusion matrix (rows: matcher verdict, columns: human label) and the share that agree, which
@@ -27,7 +27,7 @@ from supersede_lib.eval.matcher_sessions import other_turn_topics
 from supersede_lib.eval.runner import run_sync
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
-LABELS_DIR = Path(__file__).parent / "labels"  # research data the library reads: shipped with the package
+LABELS_DIR = Path(__file__).parent / "data"  # research data the library reads: shipped with the package
 LABELLED_ANSWERS = LABELS_DIR / "labelled_answers.jsonl"
 BLIND_BATCHES = LABELS_DIR / "blind_batches.jsonl"
 """The fresh blind batches of trained answers, each graded once by a matcher frozen before it was read."""

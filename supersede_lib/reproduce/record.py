@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.eval.run_files import live_run_record, portable_path
-from supersede_lib.studies.common import STUDY_SUMMARY_FILE
-from supersede_lib.studies.verify import LIVE_COLUMNS, Verdict, read_table_csv
+from supersede_lib.reproduce.verify import LIVE_COLUMNS, Verdict, read_table_csv
+from supersede_lib.results.outputs import STUDY_SUMMARY_FILE
 
 LIVE_TURN_FIELDS = ("latency_s", "cached", "made_by_commit")
 LIVE_TRAJECTORY_FIELDS = ("latency_s", "wall_s", "cached_calls")  # the episode's, measured when it ran live

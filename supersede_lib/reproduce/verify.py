@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from supersede_lib.studies.common import STUDY_SUMMARY_FILE
+from supersede_lib.results.outputs import STUDY_SUMMARY_FILE
 
 # columns that record how a live run went, not what it found: never compared
 LIVE_COLUMNS = frozenset({"latency_s", "cached_calls"})

@@ -13,21 +13,19 @@ its recorded replies, ready to commit; notebook 07 makes the tables once every p
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from supersede_lib.studies import profiles
-from supersede_lib.studies.common import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+from supersede_lib import profiles
+from supersede_lib.prereg.analysis import FINAL_STEP, final_label, registered_order
+from supersede_lib.profiles import EvaluationSet, Profile, ProfileError
+from supersede_lib.reproduce.record import adopt_run, adopt_table
+from supersede_lib.reproduce.verify import compare_csv
+from supersede_lib.results.headings import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
 from supersede_lib.studies.evaluation_sets import BASE, SetModel, judge_models, recorded_model, set_folder
-from supersede_lib.studies.prereg_analysis import FINAL_STEP, final_label, registered_order, write_results
-from supersede_lib.studies.profiles import EvaluationSet, Profile, ProfileError
-from supersede_lib.studies.record import adopt_run, adopt_table
 from supersede_lib.studies.training import TrainedRun, copy_run_files, planned_arms, train_arm_seed
-from supersede_lib.studies.verify import compare_csv
 from supersede_lib.train.config import TrainingConfig
 
 
@@ -92,51 +90,7 @@ def _judge_with_every_core() -> None:
         torch.set_num_threads(os.cpu_count() or 1)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m supersede_lib preregistered", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--profile", required=True)
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--baselines", action="store_true", help="judge the base on every set that names it")
-    parser.add_argument("--sets", help="with --baselines: these sets only, in this order (comma-separated)")
-    group.add_argument("--next", action="store_true", help="train and judge the next registered run")
-    group.add_argument("--run", metavar="ARM:SEED", help="train and judge this registered run")
-    group.add_argument("--report", action="store_true", help="write the registered analysis of what has run")
-    group.add_argument(
-        "--verify", action="store_true", help="replay every committed piece and compare its table"
-    )
-    group.add_argument(
-        "--regrade",
-        action="store_true",
-        help="replay every committed piece and adopt what the matcher now says",
-    )
-    args = parser.parse_args(argv)
-    profile = profiles.load_profile(args.profile)
-    if args.baselines:
-        judge_baselines(profile, args.sets.split(",") if args.sets else None)
-        return 0
-    if args.report:
-        print(write_results(profile))
-        return 0
-    if args.verify or args.regrade:
-        problems = verify_record(
-            profile, profiles.REPO_ROOT / ".replay" / "preregistered", regrade=args.regrade
-        )
-        print("\n".join(problems) or f"every committed piece of {profile.name} reproduced")
-        if args.regrade and problems:
-            print(f"regraded {len(problems)} piece(s) with this commit's matcher, live measurements kept")
-            return 0
-        return 1 if problems else 0
-    run = next_run(profile) if args.next else _parse_run(args.run, profile)
-    if run is None:
-        print("every registered run is trained and judged")
-        return 0
-    train_and_judge(profile, *run)
-    return 0
-
-
-def _parse_run(text: str, profile: Profile) -> tuple[str, int]:
+def parse_run(text: str, profile: Profile) -> tuple[str, int]:
     arm, _, seed = text.partition(":")
     if (arm, int(seed or -1)) not in registered_order(profile):
         raise SystemExit(f"{text}: not a registered run of {profile.name} ({registered_order(profile)})")
@@ -191,7 +145,3 @@ def _replay_one(
     difference = compare_csv(committed_folder / f"{label}.csv", replay_folder / f"{label}.csv")
     where = f"{evaluation.name}/{label} ({recorded[0] if recorded else '?'})"
     return [] if difference is None else [f"{where}: {difference}"]
-
-
-if __name__ == "__main__":
-    sys.exit(main())
