@@ -14,13 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
 from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
 from supersede_lib.models.numbers import check_numbers
 
 TINY_MODEL = "tiny-random-qwen2"  # resolved to a locally built model by `run.resolve_model_source`
-PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")
+PRESETS = ("smoke", "offline", "cpu_proof", "colab", "paper")  # configs/training/<name>.yaml
+PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "training"
 CPU_DTYPES = ("auto", "bfloat16", "float32")
 REWARDS = ("sparse", "memory", "notes_used", "format")  # train.rewards.scorer_for says what each pays
 DEFAULT_REWARD = "sparse"  # the paper's: the answer alone
@@ -180,112 +183,38 @@ class TrainingConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> TrainingConfig:
-        """`smoke` (tiny, seconds), `offline` (CPU), `colab` (one free T4 session), `paper` (the paper's run)."""
-        if name not in PRESETS:
-            raise ValueError(f"unknown training preset {name!r}; expected one of {PRESETS}")
-        base = dict(_PRESETS[name])
+        """A preset of `configs/training/` (`smoke`: tiny, seconds; `offline`, `cpu_proof`: CPU; `colab`:
+        one free T4 session; `paper`: the paper's run) with `overrides` on top."""
+        base = read_preset(name)
         base.update(overrides)
         return cls(**base)
 
 
-_PRESETS: dict[str, dict[str, Any]] = {
-    # Exercises every code path in seconds: random 2-layer model, tiny episodes.
-    "smoke": dict(
-        model_name_or_path=TINY_MODEL,
-        output_dir="outputs/smoke/training",
-        lora_r=4,
-        lora_alpha=8,
-        lora_target_modules=("q_proj", "v_proj"),
-        learning_rate=1e-4,
-        episodes_per_step=2,
-        num_generations=2,
-        gradient_accumulation_steps=2,
-        max_steps=3,
-        max_completion_length=16,
-        difficulty="easy",
-        episode_overrides={},
-        notes_budget_chars=120,
-        save_steps=2,
-        cpu_threads=1,
-        zero_advantage_patience=10,
-    ),
-    # CPU mini-replication, sized for ~45 min on 2 CPU cores (docs/training.md has the measurements):
-    # Qwen2.5-Coder-0.5B-Instruct (GGUF, dequantised once) on short easy episodes. SmolLM2-135M was
-    # measured too: its rewards are nearly all 0, so GRPO has no advantage to learn from.
-    "offline": dict(
-        model_name_or_path=str(model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-        output_dir="outputs/offline/training",
-        learning_rate=1e-4,  # chosen so 8 small steps move the adapter; measured: mostly noise (README)
-        episodes_per_step=1,
-        num_generations=4,
-        gradient_accumulation_steps=2,
-        max_steps=8,
-        max_completion_length=64,
-        temperature=0.7,
-        kl_log_every=4,
-        difficulty="easy",
-        episode_overrides={"n_sessions": (2, 3)},
-        curriculum="fixed",
-        saturation_threshold=0.75,  # groups of 4: "most rollouts succeed" = 3 of 4
-        curriculum_patience=1,  # with 8 steps, move up after one saturated batch
-        save_steps=4,
-        cpu_threads=1,
-    ),
-    # The CPU proof that training learns (docs/training.md "A CPU proof"): the 0.5B on the episodes it
-    # solves 20% of at T = 0.7 (easy, 2-3 sessions; measured, n = 40), groups of 8, bf16 autocast with
-    # fp32 adapters on CPUs with native bf16. lr 5e-5: 1e-5 showed no trend in 7 steps and 1e-4 (groups
-    # of 4) emptied the notes within 5 steps; not swept (each step costs minutes here).
-    "cpu_proof": dict(
-        model_name_or_path=str(model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-        output_dir="outputs/offline/training/cpu_proof",
-        prompt_variant="v10_line_edits_loose_answer",  # the agent the 20% was measured with
-        learning_rate=5e-5,
-        episodes_per_step=1,
-        num_generations=8,
-        gradient_accumulation_steps=8,  # ~4 turn rows per micro-batch: ~5 GB of activations, not ~10
-        max_steps=20,
-        max_completion_length=48,  # a line-edit reply is 5-30 tokens; at T = 0.7 the rest is rambling
-        temperature=0.7,
-        kl_log_every=10,
-        difficulty="easy",
-        episode_overrides={"n_sessions": (2, 3)},
-        save_steps=10,
-        cpu_threads=1,
-        zero_advantage_patience=20,  # a short run: never stop it early on a streak of flat groups
-        share_prompt_prefix=True,  # the agent's 516-token prefix once per micro-batch, not per row
-    ),
-    # One free Colab T4 session (<= 3 h with transfer; docs/training.md shows the estimate): the paper's
-    # recipe (LoRA 32/64, lr 1e-5, groups of 8) on a 1.5B model, 16 trajectories per step, easy episodes.
-    "colab": dict(
-        model_name_or_path="Qwen/Qwen2.5-1.5B-Instruct",
-        output_dir="outputs/colab/training",
-        episodes_per_step=2,
-        num_generations=8,
-        gradient_accumulation_steps=8,
-        max_steps=100,
-        max_completion_length=128,
-        kl_log_every=10,
-        difficulty="easy",
-        save_steps=50,
-        zero_advantage_patience=10,
-        requires_cuda=True,
-    ),
-    # The paper's run: Qwen2.5-3B-Instruct, LoRA 32/64, lr 1e-5, 32 trajectories = 4 x 8 per step.
-    "paper": dict(
-        model_name_or_path="Qwen/Qwen2.5-3B-Instruct",
-        output_dir="outputs/paper/training",
-        episodes_per_step=4,
-        num_generations=8,
-        gradient_accumulation_steps=16,
-        max_steps=250,
-        max_completion_length=192,
-        kl_log_every=10,  # the KL is logged only (beta 0); every step would add two passes (~30% of a step)
-        difficulty="medium",
-        save_steps=50,
-        zero_advantage_patience=10,
-        requires_cuda=True,
-    ),
-}
+def _as_tuples(value: Any) -> Any:
+    """YAML lists become the tuples the config's fields hold (a frozen config hashes and compares)."""
+    if isinstance(value, list):
+        return tuple(_as_tuples(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _as_tuples(item) for key, item in value.items()}
+    return value
+
+
+def read_preset(name: str, presets_dir: Path = PRESETS_DIR) -> dict[str, Any]:
+    """A named training preset, `configs/training/<name>.yaml`, as TrainingConfig's keyword arguments.
+
+    A `model_file` key names a GGUF file in `model_dir()`, looked up when the preset is read."""
+    path = presets_dir / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(file.stem for file in presets_dir.glob("*.yaml"))
+        raise ValueError(f"unknown training preset {name!r}: no {path} (known: {', '.join(known)})")
+    settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    unknown = set(settings) - {field.name for field in dataclasses.fields(TrainingConfig)} - {"model_file"}
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {sorted(unknown)}; the keys are TrainingConfig's fields")
+    model_file = settings.pop("model_file", None)
+    if model_file is not None:
+        settings["model_name_or_path"] = str(model_dir() / model_file)
+    return {key: _as_tuples(value) for key, value in settings.items()}
 
 
 def tiny_smoke_config(
