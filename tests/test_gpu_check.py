@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from supersede_lib.cli import gpu_check as gpu_check_command
 from supersede_lib.train import gpu_check
 
 
@@ -24,13 +25,13 @@ def test_on_a_cpu_it_refuses_without_allow_cpu(monkeypatch: pytest.MonkeyPatch, 
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(SystemExit):
-        gpu_check.main(["--out", "unused"])
+        gpu_check_command.main(["--out", "unused"])
     assert "no CUDA GPU" in capsys.readouterr().err
 
 
 def test_plain_training_and_generation_checks_pass_and_are_reported(tmp_path: Path) -> None:
     out = tmp_path / "report"
-    code = gpu_check.main(
+    code = gpu_check_command.main(
         ["--allow-cpu", "--checks", "transformers", "transformers_prefix", "generation", "--out", str(out)]
     )
     record = json.loads((out / gpu_check.REPORT_JSON).read_text())

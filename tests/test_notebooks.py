@@ -16,6 +16,7 @@ import papermill
 import pytest
 
 from supersede_lib import profiles
+from supersede_lib.cli import reproduce as reproduce_command
 from supersede_lib.reproduce import notebooks as reproduce
 
 NOTEBOOK_DIR = profiles.REPO_ROOT / "notebooks"
@@ -127,12 +128,12 @@ def test_reproduce_stops_at_the_first_failing_notebook(tmp_path: Path, monkeypat
         return output
 
     monkeypatch.setattr(reproduce, "execute_notebook", fake_execute)
-    assert reproduce.main(["--profile", "smoke", "--only", "01,02,03"]) == 1
+    assert reproduce_command.main(["--profile", "smoke", "--only", "01,02,03"]) == 1
     assert calls == ["01_data.ipynb", "02_isolation.ipynb"]
     err = capsys.readouterr().err
     assert "STOPPED: 02_isolation.ipynb failed" in err and "PROFILE=offline" in err
     assert str(tmp_path / "smoke" / "executed" / "02_isolation.ipynb") in err
-    assert reproduce.main(["--profile", "nope"]) == 2
+    assert reproduce_command.main(["--profile", "nope"]) == 2
 
 
 def _assert_it_shows(path: Path, executed: nbformat.NotebookNode) -> None:

@@ -7,6 +7,7 @@ standard-library only; the hub is made unreachable with HF_HUB_OFFLINE (no netwo
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from supersede_lib.data import reachability
+from supersede_lib.cli import reproduce as reproduce_command
 from supersede_lib.reproduce import notebooks as reproduce
 
 MODULE = Path(reachability.__file__)
@@ -72,9 +74,14 @@ def test_recorded_and_synthetic_profiles_need_nothing_unless_live(offline: Path)
     assert live is not None and live.endswith("make reproduce PROFILE=offline (replays its record)")
 
 
-def test_the_script_runs_by_path_and_exits_3(offline: Path) -> None:
+def test_the_command_runs_without_site_packages_and_exits_3(offline: Path) -> None:
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     result = subprocess.run(
-        [sys.executable, "-S", str(MODULE), "local"], capture_output=True, text=True, cwd=offline
+        [sys.executable, "-S", "-m", "supersede_lib", "reachable", "local"],
+        capture_output=True,
+        text=True,
+        cwd=offline,
+        env=environment,
     )  # -S: no site-packages, as a bare python3 before `make setup`
     assert result.returncode == reachability.UNREACHABLE_EXIT
     assert result.stdout == "" and result.stderr.count("\n") == 1
@@ -87,7 +94,7 @@ def test_reproduce_stops_before_any_notebook(
         raise AssertionError("reproduce started although the data cannot be reached")
 
     monkeypatch.setattr(reproduce, "reproduce", no_notebooks)
-    assert reproduce.main(["--profile", "local"]) == 2
+    assert reproduce_command.main(["--profile", "local"]) == 2
     assert capsys.readouterr().err.strip().endswith("make reproduce PROFILE=offline")
 
 
@@ -96,6 +103,6 @@ def test_make_checks_before_it_installs(offline: Path) -> None:
         ["make", "-n", "reproduce", "PROFILE=local"], capture_output=True, text=True, cwd=REPO_ROOT
     )
     commands = result.stdout.splitlines()
-    check = next(index for index, line in enumerate(commands) if "reachability.py local" in line)
+    check = next(index for index, line in enumerate(commands) if "supersede_lib reachable local" in line)
     install = next((index for index, line in enumerate(commands) if "pip install" in line), len(commands))
     assert check < install

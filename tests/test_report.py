@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from supersede_lib.cli import report as report_command
 from supersede_lib.reproduce import report
 
 
@@ -80,7 +81,7 @@ def test_report_holds_tables_numbers_config_and_training_sections(tmp_path: Path
 
 def test_write_report_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write_study(tmp_path / "smoke", "01_data", tables={}, numbers=[])
-    assert report.main(["--profile", "smoke", "--output-root", str(tmp_path)]) == 0
+    assert report_command.main(["--profile", "smoke", "--output-root", str(tmp_path)]) == 0
     path = tmp_path / "smoke" / "REPORT.md"
     assert path.exists() and str(path) in capsys.readouterr().out
     assert "01 · Data" in path.read_text()

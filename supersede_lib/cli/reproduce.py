@@ -15,7 +15,8 @@ from pathlib import Path
 from supersede_lib import profiles
 from supersede_lib.data import reachability
 from supersede_lib.eval.provenance import ALLOW_DIRTY_ENV, DirtyCheckoutError
-from supersede_lib.reproduce.notebooks import MODES_HELP, REPLAY_ROOT, NotebookFailed, reproduce
+from supersede_lib.reproduce import notebooks
+from supersede_lib.reproduce.notebooks import MODES_HELP, REPLAY_ROOT, NotebookFailed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     only = [prefix for prefix in args.only.split(",") if prefix.strip()] or None
     try:
-        run = reproduce(
+        run = notebooks.reproduce(
             args.profile, only, mode=mode, write_report=not args.no_report, replay_root=args.replay_root
         )
     except NotebookFailed as failure:
