@@ -143,7 +143,7 @@ def test_the_registered_analysis_pairs_by_episode_against_the_controls(
     row = table.loc["verdict__seed-11__step-20"]
     assert row["accuracy"] == 0.5 and row["vs format-controlled: diff"] == pytest.approx(0.2)
     assert row["diff 95% CI low"] > 0 and row["vs format-controlled: p (exact McNemar)"] < 1e-6
-    assert row["gap recovered"] == pytest.approx((0.5 - 0.2) / (0.7 - 0.2))
+    assert row[prereg_analysis.GAP_CLOSED] == pytest.approx((0.5 - 0.2) / (0.7 - 0.2))
     verdict = prereg_analysis.primary_verdict(PROFILE, table.reset_index())
     assert verdict.startswith("primary arm `verdict`: 1 of 3 seeds judged; 1 above")
 
@@ -158,19 +158,17 @@ def test_the_analysis_of_the_controls_alone_names_what_is_missing(
     assert "0 of 3 seeds judged" in prereg_analysis.primary_verdict(PROFILE, table)
 
 
-def test_the_module_runs_as_a_script() -> None:
-    """Every function is defined before the script's entry point runs (`python -m ...`)."""
+def test_the_command_runs() -> None:
+    """`python -m supersede_lib preregistered` reaches its parser through the dispatcher."""
     import subprocess
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "supersede_lib.prereg.registered", "--help"],
+        [sys.executable, "-m", "supersede_lib", "preregistered", "--help"],
         capture_output=True,
         text=True,
     )
     assert result.returncode == 0 and "--report" in result.stdout
-    source = Path(preregistered.__file__).read_text()
-    assert source.rstrip().endswith("sys.exit(main())")
 
 
 def _write_rows(set_name: str, label: str, correct: list[bool], cut_calls: int = 0) -> None:
@@ -474,3 +472,10 @@ def test_the_fresh_instrument_set_uses_episodes_no_other_set_or_run_has_used() -
         "format__seed-12__step-20",
     ]
     assert "instrument-fresh" not in PROFILE.require("preregistration").order  # exploratory, not registered
+
+
+def test_results_print_tiny_p_values_as_below_a_bound_not_zero() -> None:
+    table = pd.DataFrame({"vs base: p": [3.5e-24, 0.21, None], "vs base: diff": [0.123456, 0.0, 0.5]})
+    printed = prereg_analysis.printed_p_values(table)
+    assert list(printed["vs base: p"]) == ["< 0.0001", "0.2100", "—"]
+    assert list(printed["vs base: diff"]) == [0.1235, 0.0, 0.5]  # other columns: four places, unchanged
