@@ -25,9 +25,10 @@ from conftest import make_episode
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.rollout import BoundedMemoryRollout
-from supersede_lib.eval import runner
+from supersede_lib.eval import runner, scheduling
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.memory_metrics import notes_holdings
+from supersede_lib.eval.rows import MEMORY_COLUMNS
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.eval.runner import (
     ROW_COLUMNS,
@@ -153,6 +154,18 @@ def test_rows_one_per_question_with_all_columns() -> None:
     ]
 
 
+def test_the_memory_columns_copy_the_trajectorys_memory_record_and_are_empty_under_full_context() -> None:
+    assert ROW_COLUMNS[-len(MEMORY_COLUMNS) :] == tuple(MEMORY_COLUMNS)  # the row's last columns
+    bounded = run_condition([make_episode()], "bounded_memory", CityModel(), progress=False)
+    memory = bounded.trajectories[0]["memory"]
+    assert set(MEMORY_COLUMNS.values()) <= set(memory)  # every column names a key of the record
+    assert {column: bounded.frame.iloc[0][column] for column in MEMORY_COLUMNS} == {
+        column: memory[key] for column, key in MEMORY_COLUMNS.items()
+    }
+    full = run_condition([make_episode()], "full_context", CityModel(), progress=False)
+    assert full.frame[list(MEMORY_COLUMNS)].isna().all(axis=None)
+
+
 def test_concurrency_is_bounded_and_sessions_stay_sequential() -> None:
     model = CityModel(delay_s=0.01)
     episodes = [make_episode(f"ep-{index}", n_sessions=3) for index in range(10)]
@@ -175,9 +188,9 @@ def test_longest_chains_start_first_when_several_run_at_once() -> None:
 
 def test_start_order_keeps_the_given_order_at_concurrency_one_and_weighs_history_for_one_call() -> None:
     short, long_ = make_episode("short", n_sessions=2), make_episode("long-history", n_sessions=5)
-    assert runner.start_order([short, long_], "bounded_memory", 1) == [0, 1]
-    assert runner.start_order([short, long_], "bounded_memory", 4) == [1, 0]
-    assert runner.start_order([short, long_], "full_context", 4) == [1, 0]  # one call, longer prompt
+    assert scheduling.start_order([short, long_], "bounded_memory", 1) == [0, 1]
+    assert scheduling.start_order([short, long_], "bounded_memory", 4) == [1, 0]
+    assert scheduling.start_order([short, long_], "full_context", 4) == [1, 0]  # one call, longer prompt
 
 
 def test_stale_agent_is_scored_stale_and_trajectory_shows_it(tmp_path) -> None:
