@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import verifiers as vf
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, Rollout, make_rollout, notes_budget_for
+from supersede_lib.agent.rollout import Rollout, make_rollout
+from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 from supersede_lib.data.longmemeval import DataUnavailableError, load_longmemeval
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.matcher import score_episode_answer
@@ -42,21 +42,21 @@ def episodes_to_dataset(
     episodes: Sequence[Episode],
     *,
     full_context: bool = False,
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
-    chars_per_session: int | None = None,
-    prompt_variant: str = DEFAULT_PROMPT_VARIANT,
+    settings: RolloutSettings = DEFAULT_ROLLOUT,
+    **changes: Any,
 ) -> Dataset:
     """One verifiers row per episode: `prompt`, `question`, `answer` and a JSON `info`.
 
     `prompt` is the exact first-turn prompt of the rollout core and `question` its last user
     message. `info` carries the whole episode plus the condition, the resolved notes budget and the
-    prompt variant,
-    so each rollout can rebuild its state machine; it is a JSON string because episodes differ in
+    prompt variant (`settings` with `changes` to its fields on top), so each rollout can rebuild its
+    state machine; it is a JSON string because episodes differ in
     shape (verifiers decodes it into a dict before `setup_state`).
     """
     from datasets import Dataset
 
     condition = "full_context" if full_context else "bounded_memory"
+    settings = settings.with_changes(**changes)
     rows = []
     for index, episode in enumerate(episodes):
         if not isinstance(episode, Episode):
@@ -65,14 +65,14 @@ def episodes_to_dataset(
             raise ValueError(f"episode {episode.episode_id!r}: field 'sessions' is empty")
         if not episode.gold_answers and not episode.is_abstention:
             raise ValueError(f"episode {episode.episode_id!r}: field 'gold_answers' is empty")
-        budget = None if full_context else notes_budget_for(episode, notes_budget_chars, chars_per_session)
-        rollout = make_rollout(episode, condition, notes_budget_chars=budget, prompt_variant=prompt_variant)
+        rollout = make_rollout(episode, condition, settings=settings)
+        budget = None if full_context else rollout.notes_budget_chars
         first_prompt = rollout.current_messages()
         info = {
             "episode": episode.to_dict(),
             "condition": condition,
             "notes_budget_chars": budget,
-            "prompt_variant": prompt_variant,
+            "prompt_variant": settings.prompt_variant,
         }
         try:
             info_json = json.dumps(info)
@@ -103,7 +103,7 @@ def rollout_from_info(info: Mapping[str, Any], example_id: object = None) -> Rol
         episode,
         info["condition"],
         notes_budget_chars=info.get("notes_budget_chars"),
-        prompt_variant=info.get("prompt_variant", DEFAULT_PROMPT_VARIANT),
+        prompt_variant=info.get("prompt_variant", DEFAULT_ROLLOUT.prompt_variant),
     )
 
 
@@ -240,21 +240,14 @@ def make_environment(
     episodes: Sequence[Episode],
     *,
     full_context: bool = False,
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
-    chars_per_session: int | None = None,
+    settings: RolloutSettings = DEFAULT_ROLLOUT,
     stale_penalty_weight: float = 1.0,
     as_train_dataset: bool = False,
-    prompt_variant: str = DEFAULT_PROMPT_VARIANT,
     **env_kwargs: Any,
 ) -> SupersedeEnv:
-    """A `SupersedeEnv` over given episodes (as its eval dataset, or train dataset when asked)."""
-    dataset = episodes_to_dataset(
-        episodes,
-        full_context=full_context,
-        notes_budget_chars=notes_budget_chars,
-        chars_per_session=chars_per_session,
-        prompt_variant=prompt_variant,
-    )
+    """A `SupersedeEnv` over given episodes (as its eval dataset, or train dataset when asked), each
+    rollout run under `settings`."""
+    dataset = episodes_to_dataset(episodes, full_context=full_context, settings=settings)
     dataset_kwargs = {"dataset": dataset} if as_train_dataset else {"eval_dataset": dataset}
     return SupersedeEnv(rubric=make_rubric(stale_penalty_weight), **dataset_kwargs, **env_kwargs)
 
@@ -280,7 +273,7 @@ def load_environment(
     question_type: str = "knowledge-update",
     split: str = "oracle",
     max_examples: int = -1,
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
+    notes_budget_chars: int = DEFAULT_ROLLOUT.notes_budget_chars,
     chars_per_session: int | None = None,
     full_context: bool = False,
     mode: str = "eval",
@@ -289,7 +282,7 @@ def load_environment(
     seed: int = 0,
     num_train_examples: int = 256,
     data_path: str | None = None,
-    prompt_variant: str = DEFAULT_PROMPT_VARIANT,
+    prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant,
     **kwargs: Any,
 ) -> SupersedeEnv:
     """The verifiers entry point (`vf.load_environment("supersede", **args)`, `vf-eval supersede`).
@@ -310,10 +303,12 @@ def load_environment(
     return make_environment(
         episodes,
         full_context=full_context,
-        notes_budget_chars=notes_budget_chars,
-        chars_per_session=chars_per_session,
+        settings=RolloutSettings(
+            notes_budget_chars=notes_budget_chars,
+            chars_per_session=chars_per_session,
+            prompt_variant=prompt_variant,
+        ),
         stale_penalty_weight=stale_penalty_weight,
         as_train_dataset=mode == "train",
-        prompt_variant=prompt_variant,
         **kwargs,
     )

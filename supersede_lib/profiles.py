@@ -30,12 +30,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
-from supersede_lib.agent.rollout import PAPER_CHARS_PER_SESSION, PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.agent.prompts import get_prompt_variant
+from supersede_lib.agent.settings import DEFAULT_ROLLOUT, PAPER_CHARS_PER_SESSION
 from supersede_lib.data.episodes import EpisodeSpec
 from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
-from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
+from supersede_lib.eval.runner import DEFAULT_CONCURRENCY, RunSettings
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, has_url_credentials
 from supersede_lib.models.local_server import LocalOpenAIServer
@@ -85,6 +85,9 @@ _imported_recordings: set[tuple[Path, Path]] = set()  # (recording, cache): each
 _fake_servers: list[Any] = []  # kept alive for the process; closed at exit
 
 
+BLOCK_BUDGET = DEFAULT_ROLLOUT.notes_budget_chars  # a study block's notes budget unless it names one
+
+
 class ProfileError(ValueError):
     """A profile file is missing or malformed."""
 
@@ -97,14 +100,14 @@ class IsolationBlock(_Block):
     """02: full context vs bounded memory on these episodes."""
 
     episodes: EpisodeSpec
-    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = BLOCK_BUDGET
 
 
 class FrontierBlock(_Block):
     """03: the isolation comparison for every model in `models`."""
 
     episodes: EpisodeSpec
-    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = BLOCK_BUDGET
     models: list[ModelSpec] = Field(min_length=1)
 
 
@@ -113,7 +116,7 @@ class ScaleBlock(_Block):
 
     short: EpisodeSpec
     long: EpisodeSpec
-    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = BLOCK_BUDGET
     chars_per_session: Budget = PAPER_CHARS_PER_SESSION
 
 
@@ -121,7 +124,7 @@ class EnvironmentBlock(_Block):
     """05: the verifiers environment end to end on these episodes."""
 
     episodes: EpisodeSpec
-    notes_budget_chars: Budget = PAPER_NOTES_BUDGET_CHARS
+    notes_budget_chars: Budget = BLOCK_BUDGET
 
 
 class SaturationBlock(_Block):
@@ -297,7 +300,9 @@ class Profile(_Block):
     model: ModelSpec
     judge: ModelSpec | None = None
     concurrency: Concurrency = DEFAULT_CONCURRENCY
-    prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
+    prompt_variant: str = (
+        DEFAULT_ROLLOUT.prompt_variant
+    )  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
     cache_path: str | None = None
     # a response cache found damaged mid-run: "stop" (name the file and the way out) or
     # "run_uncached" (finish without it; the manifest warns and counts the calls as misses)
@@ -333,6 +338,13 @@ class Profile(_Block):
     def source(self) -> str:
         """The file the profile was read from, as error messages name it."""
         return self._source
+
+    def run_settings(self, **changes: Any) -> RunSettings:
+        """The settings every run of a study starts from: the profile's prompt variant and
+        concurrency, with a block's `changes` (its notes budget, a set's token caps) on top."""
+        return RunSettings(prompt_variant=self.prompt_variant, concurrency=self.concurrency).with_changes(
+            **changes
+        )
 
     def require(self, section: str) -> Any:
         """The block a study needs; a one-line `ProfileError` naming the file and key when it is absent."""

@@ -13,7 +13,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"
-LABELS_README = REPO_ROOT / "supersede_lib" / "eval" / "labels" / "README.md"
+LABELS_README = REPO_ROOT / "supersede_lib" / "labelling" / "data" / "README.md"
 PAGES = sorted(
     {
         README,

@@ -87,7 +87,7 @@ def test_example_echo_ignores_markers_the_episode_is_about() -> None:
 
 
 def test_metrics_from_a_real_rollout() -> None:
-    rollout = make_rollout(_episode(), "bounded_memory", 12)
+    rollout = make_rollout(_episode(), "bounded_memory", notes_budget_chars=12)
     for reply in ("city: Austin", "city: Austin", "city: Denver, long text"):
         rollout.step(reply)
     metrics = trajectory_memory_metrics(

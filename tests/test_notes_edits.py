@@ -78,7 +78,7 @@ def test_parse_ignores_lines_without_a_value() -> None:
 
 def test_line_edit_rollout_applies_edits_and_shows_only_user_turns() -> None:
     episode = make_episode("ep-1", 3)
-    rollout = make_rollout(episode, "bounded_memory", 300, prompt_variant="v9_line_edits")
+    rollout = make_rollout(episode, "bounded_memory", notes_budget_chars=300, prompt_variant="v9_line_edits")
     first = _all_text(rollout.current_messages())
     assert "You have no memory file yet" in first
     assert "SESSION-0-TEXT" in first and "ASSISTANT-0 noted" not in first

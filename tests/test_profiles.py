@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from supersede_lib import profiles
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.agent.settings import PAPER_NOTES_BUDGET_CHARS
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import ResponseCache
@@ -216,3 +216,11 @@ def test_a_relative_cache_path_is_the_repositorys_wherever_the_run_starts(
     assert profiles.cache_path(profile) == profiles.REPO_ROOT / ".replay" / "test-cache" / "r.sqlite"
     absolute = profiles.validate_profile({**BASE_PROFILE, "cache_path": str(tmp_path / "a.sqlite")}, "<t>")
     assert profiles.cache_path(absolute) == tmp_path / "a.sqlite"
+
+
+def test_a_profile_builds_each_runs_settings_in_one_place() -> None:
+    profile = load_profile("offline")
+    settings = profile.run_settings(notes_budget_chars=120)
+    assert (settings.concurrency, settings.prompt_variant) == (profile.concurrency, profile.prompt_variant)
+    assert settings.notes_budget_chars == 120
+    assert profile.run_settings().notes_budget_chars == PAPER_NOTES_BUDGET_CHARS

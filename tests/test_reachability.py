@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib.data import reachability
 from supersede_lib.cli import reproduce as reproduce_command
+from supersede_lib.data import reachability
 from supersede_lib.reproduce import notebooks as reproduce
 
 MODULE = Path(reachability.__file__)

@@ -9,8 +9,8 @@ from supersede_lib.agent.rollout import (
     BoundedMemoryRollout,
     FullContextRollout,
     make_rollout,
-    notes_budget_for,
 )
+from supersede_lib.agent.settings import RolloutSettings
 
 
 def _all_text(messages: list[dict[str, str]]) -> str:
@@ -74,11 +74,20 @@ def test_full_context_single_turn_has_every_session_in_order() -> None:
 
 def test_budget_modes() -> None:
     episode = make_episode("ep-1", 4)
-    assert notes_budget_for(episode, 300) == 300
-    assert notes_budget_for(episode, 300, chars_per_session=150) == 600
+    assert RolloutSettings(notes_budget_chars=300).budget_for(episode) == 300
+    assert RolloutSettings(notes_budget_chars=300, chars_per_session=150).budget_for(episode) == 600
     assert make_rollout(episode, "bounded_memory", chars_per_session=150).notes_budget_chars == 600
+    settings = RolloutSettings(notes_budget_chars=120, prompt_variant="v9_line_edits")
+    built = make_rollout(episode, "bounded_memory", settings=settings)
+    assert (built.notes_budget_chars, built.prompt_variant) == (120, "v9_line_edits")
+    assert (
+        make_rollout(episode, "bounded_memory", settings=settings, notes_budget_chars=90).notes_budget_chars
+        == 90
+    )
     with pytest.raises(ValueError, match="notes_budget_chars"):
-        notes_budget_for(episode, None)
+        RolloutSettings(notes_budget_chars=None).budget_for(episode)
+    with pytest.raises(TypeError):
+        make_rollout(episode, "bounded_memory", 300)  # the budget is named, never positional
     with pytest.raises(ValueError, match="unknown condition"):
         make_rollout(episode, "no_memory")
 
@@ -90,7 +99,9 @@ def test_episode_round_trips_through_dict() -> None:
 
 def test_every_prompt_variant_keeps_the_no_re_feed_contract() -> None:
     for variant in PROMPT_VARIANTS:
-        rollout = make_rollout(make_episode("ep-1", 2), "bounded_memory", 300, prompt_variant=variant)
+        rollout = make_rollout(
+            make_episode("ep-1", 2), "bounded_memory", notes_budget_chars=300, prompt_variant=variant
+        )
         first = _all_text(rollout.current_messages())
         assert "SESSION-0-TEXT" in first and "SESSION-1-TEXT" not in first
         rollout.step("note: NOTES-ONE")  # a line every notes_update kind keeps
@@ -112,7 +123,7 @@ def test_unknown_prompt_variant_lists_the_allowed_ones() -> None:
 
 
 def test_default_variant_sends_its_own_texts() -> None:
-    rollout = make_rollout(make_episode("ep-1", 1), "bounded_memory", 300)
+    rollout = make_rollout(make_episode("ep-1", 1), "bounded_memory", notes_budget_chars=300)
     prompt_set = PROMPT_VARIANTS[DEFAULT_PROMPT_VARIANT]
     messages = rollout.current_messages()
     assert messages[0]["content"] == prompt_set.notes_system
@@ -125,7 +136,7 @@ def test_default_variant_sends_its_own_texts() -> None:
 
 def test_v1_variant_sends_the_worked_example_before_the_request() -> None:
     messages = make_rollout(
-        make_episode("ep-1", 1), "bounded_memory", 300, prompt_variant="v1_worked_example"
+        make_episode("ep-1", 1), "bounded_memory", notes_budget_chars=300, prompt_variant="v1_worked_example"
     ).current_messages()
     assert [message["role"] for message in messages] == ["system", "user", "assistant", "user"]
     assert "Detroit" in messages[2]["content"]

@@ -17,29 +17,14 @@ never shown again, and the final answer is produced from the notes alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from supersede_lib.agent import prompts
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.notes_edits import apply_line_edits, repair_prose_reply
+from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 
 TurnKind = Literal["notes", "answer"]
-
-PAPER_NOTES_BUDGET_CHARS = 300  # Section 5.1: a 300-character notes field
-PAPER_CHARS_PER_SESSION = 150  # Section 5.2: constant-ratio budget, 150 characters per session
-
-
-def notes_budget_for(
-    episode: Episode,
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
-    chars_per_session: int | None = None,
-) -> int:
-    """The notes cap for one episode: fixed B, or `chars_per_session` x number of sessions."""
-    if chars_per_session is not None:
-        return max(1, chars_per_session * len(episode.sessions))
-    if notes_budget_chars is None or notes_budget_chars < 1:
-        raise ValueError("give a positive notes_budget_chars or chars_per_session")
-    return notes_budget_chars
 
 
 @dataclass
@@ -63,7 +48,7 @@ class BoundedMemoryRollout:
     notes: str = ""
     turns: list[TurnRecord] = field(default_factory=list)
     answer: str | None = None
-    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT
+    prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant
 
     def __post_init__(self) -> None:
         if self.notes_budget_chars < 1:
@@ -154,7 +139,7 @@ class FullContextRollout:
     notes_budget_chars: int = 0  # unused; keeps the two rollouts interchangeable in drivers
     truncation_count: int = 0
     notes_history: list[str] = field(default_factory=list)
-    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT
+    prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant
 
     def __post_init__(self) -> None:
         prompts.get_prompt_variant(self.prompt_variant)  # unknown name: ValueError listing the allowed ones
@@ -187,16 +172,15 @@ CONDITIONS = ("full_context", "bounded_memory")
 
 
 def make_rollout(
-    episode: Episode,
-    condition: str,
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS,
-    chars_per_session: int | None = None,
-    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT,
+    episode: Episode, condition: str, *, settings: RolloutSettings = DEFAULT_ROLLOUT, **changes: Any
 ) -> Rollout:
-    """Build the rollout for a condition name ("full_context" or "bounded_memory") and prompt variant."""
+    """The rollout for a condition name ("full_context" or "bounded_memory") under `settings`, with
+    `changes` to its fields (e.g. `notes_budget_chars=120`, `prompt_variant=...`) on top."""
+    settings = settings.with_changes(**changes)
     if condition == "full_context":
-        return FullContextRollout(episode, prompt_variant=prompt_variant)
+        return FullContextRollout(episode, prompt_variant=settings.prompt_variant)
     if condition == "bounded_memory":
-        budget = notes_budget_for(episode, notes_budget_chars, chars_per_session)
-        return BoundedMemoryRollout(episode, notes_budget_chars=budget, prompt_variant=prompt_variant)
+        return BoundedMemoryRollout(
+            episode, notes_budget_chars=settings.budget_for(episode), prompt_variant=settings.prompt_variant
+        )
     raise ValueError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.agent.rollout import CONDITIONS
+from supersede_lib.agent.settings import DEFAULT_MAX_TOKENS_ANSWER
 from supersede_lib.bench.children import child_pool
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.run_files import package_versions
 from supersede_lib.eval.runner import (
-    DEFAULT_MAX_TOKENS_ANSWER,
     RunSettings,
     notes_max_tokens_for,
     run_condition,

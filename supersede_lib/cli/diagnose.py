@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from supersede_lib import profiles
+from supersede_lib.agent.settings import DEFAULT_ROLLOUT
 from supersede_lib.models.chat import ModelError
 from supersede_lib.results.outputs import StudyFailedError
 from supersede_lib.studies import diagnosis, isolation
@@ -48,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--difficulty", default="medium", help="synthetic preset: easy, medium, hard, ... (default medium)"
     )
     parser.add_argument(
-        "--budget", type=int, default=300, help="notes budget B in characters (default 300, the paper's)"
+        "--budget",
+        type=int,
+        default=DEFAULT_ROLLOUT.notes_budget_chars,
+        help=f"notes budget B in characters (default {DEFAULT_ROLLOUT.notes_budget_chars}, the paper's)",
     )
     parser.add_argument(
         "--concurrency", type=int, default=None, help="questions in flight (default 1 local, 8 remote)"

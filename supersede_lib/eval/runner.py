@@ -29,13 +29,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT, get_prompt_variant
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout, make_rollout
+from supersede_lib.agent.rollout import BoundedMemoryRollout, make_rollout
+from supersede_lib.agent.settings import AUTO, RolloutSettings
 from supersede_lib.eval.matcher import score_episode_answer  # read here per question: tests swap it
 from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.rollout_driver import CallRecord, RolloutOutcome, arun_rollout
@@ -51,9 +51,7 @@ from supersede_lib.eval.scheduling import calls_per_question, run_questions, run
 from supersede_lib.models.chat import ChatModel, ModelCallError, ModelConfigError
 
 __all__ = [  # what other modules import from here, wherever it is defined
-    "AUTO",
     "DEFAULT_CONCURRENCY",
-    "DEFAULT_MAX_TOKENS_ANSWER",
     "NOTES_TOKEN_MARGIN",
     "ROW_COLUMNS",
     "CallRecord",
@@ -73,9 +71,7 @@ __all__ = [  # what other modules import from here, wherever it is defined
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_TOKENS_ANSWER = 64
 NOTES_TOKEN_MARGIN = 32  # room for a model that overshoots the budget a little (the cap cuts it anyway)
-AUTO: Literal["auto"] = "auto"
 DEFAULT_CONCURRENCY = 8  # questions in flight at once; a local CPU model serves them one by one anyway
 
 
@@ -85,29 +81,20 @@ def notes_max_tokens_for(notes_budget_chars: int) -> int:
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """How a condition is run: the memory budget, concurrency, token limits and grading weight.
+class RunSettings(RolloutSettings):
+    """How a condition is run: the rollout's settings (budget, prompt variant, token caps), plus
+    how many questions are in flight, the sampling seed and temperature (0: greedy, as every study;
+    > 0 samples, e.g. to measure the success a GRPO policy sees), the grading weight of a stale
+    value, and whether the trajectories keep every prompt (`store_messages`)."""
 
-    `chars_per_session` (when set) gives bounded memory a budget that grows with the history
-    instead of the fixed `notes_budget_chars`. `max_tokens_notes="auto"` gives each notes reply
-    about budget/3 tokens plus a margin. `store_messages` keeps every prompt in the trajectories.
-    """
-
-    notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS
-    chars_per_session: int | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     stale_penalty_weight: float = 1.0
     seed: int = 0
-    max_tokens_notes: int | None | Literal["auto"] = AUTO
-    max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER
     store_messages: bool = False
-    prompt_variant: str = DEFAULT_PROMPT_VARIANT  # prompts.PROMPT_VARIANTS: how the agent is asked
-    # 0: greedy, as every study; > 0 samples (with `seed`), e.g. to measure the success a GRPO
-    # policy sees at its sampling temperature
     temperature: float = 0.0
 
     def __post_init__(self) -> None:
-        get_prompt_variant(self.prompt_variant)  # an unknown name fails here, listing the known ones
+        super().__post_init__()
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
 
@@ -151,13 +138,7 @@ async def _run_question(
     episode: Episode, condition: str, model: ChatModel, settings: RunSettings, judge: Any
 ) -> QuestionResult:
     """One question: its rollout driven to an answer, graded by the matcher (and the judge), as a row."""
-    rollout = make_rollout(
-        episode,
-        condition,
-        settings.notes_budget_chars,
-        settings.chars_per_session,
-        prompt_variant=settings.prompt_variant,
-    )
+    rollout = make_rollout(episode, condition, settings=settings)
     notes_tokens = settings.max_tokens_notes
     if notes_tokens == AUTO:
         is_bounded = isinstance(rollout, BoundedMemoryRollout)

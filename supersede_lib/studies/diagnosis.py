@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib import profiles
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, make_rollout
+from supersede_lib.agent.rollout import make_rollout
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import estimate_cost_usd, is_local_url, is_openai_endpoint
@@ -79,10 +79,11 @@ def diagnosis_profile(
     model: str,
     api_key_env: str,
     episodes: dict[str, Any],
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
+    notes_budget_chars: int | None = None,
     concurrency: int | None = None,
 ) -> Profile:
-    """An in-memory profile for one endpoint (validated like any configs/*.yaml)."""
+    """An in-memory profile for one endpoint (validated like any configs/*.yaml); without
+    `notes_budget_chars`, the isolation block's default budget."""
     name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
     data = {
         "name": name,
@@ -93,7 +94,8 @@ def diagnosis_profile(
         "model": {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env},
         # a local server usually has one slot: more in flight only queues (and times out) there
         "concurrency": concurrency or (1 if is_local_url(base_url) else 8),
-        "isolation": {"episodes": episodes, "notes_budget_chars": notes_budget_chars},
+        "isolation": {"episodes": episodes}
+        | ({} if notes_budget_chars is None else {"notes_budget_chars": notes_budget_chars}),
     }
     return profiles.validate_profile(data, "<diagnose>")
 

@@ -21,12 +21,10 @@ import pandas as pd
 from supersede_lib import profiles
 from supersede_lib.agent import prompts
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.agent.settings import DEFAULT_MAX_TOKENS_ANSWER
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_TOKENS_ANSWER,
     RunSettings,
     notes_max_tokens_for,
     run_condition,
@@ -171,29 +169,26 @@ def _no_progress(*_args: Any) -> None:
 def evaluate_environment(
     episodes: Sequence[Episode],
     model: Any,
+    settings: RunSettings,
     *,
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    seed: int = 0,
     progress: bool = True,
-    prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT,
 ) -> tuple[pd.DataFrame, ServedModelStats]:
-    """Run `SupersedeEnv.evaluate` over `episodes` with `model` behind a local endpoint; one row per rollout."""
+    """Run `SupersedeEnv.evaluate` over `episodes` with `model` behind a local endpoint under the
+    runner's `settings` (budget, prompt variant, concurrency, seed); one row per rollout."""
     import verifiers as vf
 
     from supersede_lib.environment import make_environment
 
-    env = make_environment(
-        list(episodes), notes_budget_chars=notes_budget_chars, prompt_variant=prompt_variant
-    )
-    with ModelEndpoint(model, notes_budget_chars=notes_budget_chars, seed=seed) as endpoint:
+    env = make_environment(list(episodes), settings=settings)
+    budget = settings.notes_budget_chars
+    with ModelEndpoint(model, notes_budget_chars=budget, seed=settings.seed) as endpoint:
         client = vf.ClientConfig(api_key_var="SUPERSEDE_LOCAL_ENDPOINT_KEY", api_base_url=endpoint.base_url)
         results = run_sync(
             env.evaluate(
                 client=client,
                 model=model.name,
                 sampling_args={"temperature": 0.0},
-                max_concurrent=concurrency,
+                max_concurrent=settings.concurrency,
                 state_columns=["supersede_turns"],
                 on_progress=None if progress else _no_progress,
             )
@@ -242,7 +237,8 @@ def run_environment_conditions(profile: Profile, *, progress: bool = True) -> En
     directory = profiles.output_dir(profile, NOTEBOOK_ENVIRONMENT)
     model = profiles.model_for(profile.model, profile)
     judge = judge_for(profile)
-    budget = block.notes_budget_chars
+    settings = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
+    budget = settings.notes_budget_chars
     episodes = load_episodes(block.episodes)
     saturation_episodes = load_episodes(saturation_block.episodes)
     # the study's bar counts the runner's two runs; the environment keeps verifiers' own bar
@@ -252,29 +248,18 @@ def run_environment_conditions(profile: Profile, *, progress: bool = True) -> En
             episodes,
             "bounded_memory",
             model,
-            RunSettings(
-                notes_budget_chars=budget,
-                concurrency=profile.concurrency,
-                prompt_variant=profile.prompt_variant,
-            ),
+            settings,
             judge=judge,
             output_dir=directory,
             run_name=default_run_name("bounded_memory", model.name, budget, None),
             progress=bar,
         ).frame
-        rollouts, served = evaluate_environment(
-            episodes,
-            model,
-            notes_budget_chars=budget,
-            concurrency=profile.concurrency,
-            progress=progress,
-            prompt_variant=profile.prompt_variant,
-        )
+        rollouts, served = evaluate_environment(episodes, model, settings, progress=progress)
         saturation = run_condition(
             saturation_episodes,
             "full_context",
             model,
-            RunSettings(concurrency=profile.concurrency, prompt_variant=profile.prompt_variant),
+            profile.run_settings(),
             output_dir=directory,
             run_name=default_run_name("saturation_full_context", model.name, None, None),
             progress=bar,

@@ -15,7 +15,6 @@ import pandas as pd
 from supersede_lib import profiles
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
-from supersede_lib.eval.runner import RunSettings
 from supersede_lib.models.chat import release_model
 from supersede_lib.profiles import FrontierBlock, Profile, judge_for
 from supersede_lib.results import paper_results
@@ -117,11 +116,7 @@ def run_frontier_models(profile: Profile, *, progress: bool = True) -> list[Cond
     directory = profiles.output_dir(profile, NOTEBOOK_FRONTIER)
     episodes = load_episodes(block.episodes)
     judge = judge_for(profile)
-    settings = RunSettings(
-        notes_budget_chars=block.notes_budget_chars,
-        concurrency=profile.concurrency,
-        prompt_variant=profile.prompt_variant,
-    )
+    settings = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
     comparisons = []
     total = len(episodes) * len(CONDITIONS) * len(block.models)
     with study_progress(profile, NOTEBOOK_FRONTIER, total, progress) as bar:

@@ -17,7 +17,6 @@ import pandas as pd
 from supersede_lib import profiles
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
-from supersede_lib.eval.runner import RunSettings
 from supersede_lib.profiles import IsolationBlock, Profile, judge_for
 from supersede_lib.results import paper_results
 from supersede_lib.results.comparison import (
@@ -113,11 +112,7 @@ def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> Cond
         return compare_conditions(
             episodes,
             profiles.model_for(profile.model, profile),
-            RunSettings(
-                notes_budget_chars=block.notes_budget_chars,
-                concurrency=profile.concurrency,
-                prompt_variant=profile.prompt_variant,
-            ),
+            profile.run_settings(notes_budget_chars=block.notes_budget_chars),
             directory=profiles.output_dir(profile, NOTEBOOK_ISOLATION),
             judge=judge_for(profile),
             progress=bar,

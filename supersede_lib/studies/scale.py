@@ -19,7 +19,7 @@ from supersede_lib.agent.episode import Episode
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.diagnostics import failure_breakdown
 from supersede_lib.eval.run_files import default_run_name
-from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
+from supersede_lib.eval.runner import RunResult, run_condition
 from supersede_lib.profiles import Profile, ScaleBlock
 from supersede_lib.results import paper_results
 from supersede_lib.results.comparison import (
@@ -86,11 +86,7 @@ def run_scale_conditions(profile: Profile, *, progress: bool = True) -> ScaleRun
     directory = profiles.output_dir(profile, NOTEBOOK_SCALE)
     model = profiles.model_for(profile.model, profile)
     short, long = load_episodes(block.short), load_episodes(block.long)
-    fixed = RunSettings(
-        notes_budget_chars=block.notes_budget_chars,
-        concurrency=profile.concurrency,
-        prompt_variant=profile.prompt_variant,
-    )
+    fixed = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
     per_session = replace(fixed, notes_budget_chars=None, chars_per_session=block.chars_per_session)
     plan = {
         "short_fixed": (short, fixed),

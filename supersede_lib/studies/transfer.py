@@ -370,9 +370,7 @@ def evaluate_checkpoints(profile: Profile, *, progress: bool = True) -> Transfer
             f"training runs of profile {profile.name!r} used different prompt variants: {sorted(variants)}"
         )
     # the prompt the adapters were trained with, at the profile's concurrency
-    settings = RunSettings(
-        notes_budget_chars=budget, concurrency=profile.concurrency, prompt_variant=variants.pop()
-    )
+    settings = profile.run_settings(notes_budget_chars=budget, prompt_variant=variants.pop())
     total = len(episodes) * (1 + sum(len(run.checkpoints) for run in runs))  # the base, then each checkpoint
     with study_progress(profile, NOTEBOOK_TRANSFER, total, progress) as bar:
         if any(run.recorded for run in runs):

@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
 from supersede_lib.models.numbers import check_numbers
 
@@ -117,8 +116,8 @@ class TrainingConfig:
     # Episodes: procedural, drawn fresh each step at the current difficulty
     difficulty: str = "medium"
     episode_overrides: dict[str, Any] = field(default_factory=dict)
-    notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS
-    prompt_variant: str = DEFAULT_PROMPT_VARIANT  # how the policy is asked (prompts.PROMPT_VARIANTS)
+    notes_budget_chars: int = DEFAULT_ROLLOUT.notes_budget_chars
+    prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant  # how the policy is asked (prompts.PROMPT_VARIANTS)
     stale_penalty_weight: float = 1.0
     reward: str = DEFAULT_REWARD  # "sparse" (the paper: the answer alone) | "memory" (+ current notes)
     memory_credit: float = 0.5  # the "memory" reward's credit (rewards.memory_credit_scorer)
@@ -172,6 +171,10 @@ class TrainingConfig:
                 f"({self.trajectories_per_step}) must be divisible by gradient_accumulation_steps "
                 f"({self.gradient_accumulation_steps})"
             )
+
+    def rollout_settings(self) -> RolloutSettings:
+        """The budget and prompt variant every training rollout is built with (the rollout core's type)."""
+        return RolloutSettings(notes_budget_chars=self.notes_budget_chars, prompt_variant=self.prompt_variant)
 
     @property
     def trajectories_per_step(self) -> int:

@@ -60,8 +60,8 @@ from trl.models import utils as trl_model_utils
 from trl.trainer.utils import nanstd, pad, use_adapter
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.prompts import DEFAULT_PROMPT_VARIANT
-from supersede_lib.agent.rollout import PAPER_NOTES_BUDGET_CHARS, BoundedMemoryRollout
+from supersede_lib.agent.rollout import BoundedMemoryRollout, make_rollout
+from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 from supersede_lib.train.callbacks import ZeroAdvantageStop
 from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
@@ -130,8 +130,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         scorer: TrajectoryScorer,
         curriculum: Curriculum,
         zero_advantage_stop: ZeroAdvantageStop,
-        notes_budget_chars: int = PAPER_NOTES_BUDGET_CHARS,
-        prompt_variant: str = DEFAULT_PROMPT_VARIANT,
+        rollout_settings: RolloutSettings = DEFAULT_ROLLOUT,
         kl_log_every: int = 1,
         skip_zero_advantage_rows: bool = True,
         log_rollouts: bool = True,
@@ -149,8 +148,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.scorer = scorer
         self.curriculum = curriculum
         self.zero_advantage_stop = zero_advantage_stop
-        self.notes_budget_chars = notes_budget_chars
-        self.prompt_variant = prompt_variant
+        self.rollout_settings = rollout_settings  # the budget and prompt every rollout is built with
         self.kl_log_every = kl_log_every
         self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.log_rollouts = log_rollouts
@@ -251,8 +249,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             if slot not in episodes:
                 episodes[slot] = self.episode_source.episode(slot, step, difficulty)
         rollouts = [
-            BoundedMemoryRollout(episodes[slot], self.notes_budget_chars, prompt_variant=self.prompt_variant)
-            for slot in slots
+            make_rollout(episodes[slot], "bounded_memory", settings=self.rollout_settings) for slot in slots
         ]
         started = time.perf_counter()
         turn_tokens = self._run_rollouts(rollouts)
