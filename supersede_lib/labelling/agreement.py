@@ -54,7 +54,8 @@ def read_labelled_answers(path: str | Path) -> list[dict[str, Any]]:
 
 
 TRAINING_ROLLOUTS = "training rollouts"
-"""What batches S2-S6 sampled: answers logged while training (temperature 0.7, any step), the harder kind."""
+"""How a batch of training-rollout answers begins: answers logged while training (temperature 0.7, any
+step), the harder kind."""
 
 
 @dataclass(frozen=True)
@@ -125,13 +126,12 @@ def current_matcher_batches(batches: list[BlindBatch], matcher_version: str) -> 
 
 FINAL_ANSWERS = "greedy final answers"
 """How the F batches' `answers` begin: a final adapter's greedy answers to new episodes, the kind a
-trained number is made of, and the answers issue 26's 98% target is read on (docs/preregistration.md,
-"How the instrument target is read from here on", decided before batch F5)."""
+trained number is made of, and the answers the instrument target is read on (docs/preregistration.md)."""
 
 
 def pooled_final_answer_credit(batches: list[BlindBatch]) -> tuple[int, int]:
     """Credit agreements and answers over every batch of fresh greedy final answers, each counted once at
-    its first grading (F4 was graded by v6 and by the frozen v7 alike): (agreed, n)."""
+    its first grading (a batch graded again by a later matcher counts once): (agreed, n)."""
     first: dict[str, BlindBatch] = {}
     for batch in batches:
         if batch.answers.startswith(FINAL_ANSWERS):
@@ -149,7 +149,7 @@ def grade_labelled_answers(
     """One row per labelled answer: its id, human `label`, the matcher's `verdict` and `reason`, and whether
     the label's readers called it `borderline` (their reason says so): where the readers hesitate, a
     disagreement may be the label's as much as the matcher's. `episodes` (by answer id, see
-    `studies.labelled_episodes`) lets the matcher read an answer's sessions, as it does live (v6); an
+    `labelling.labelled_episodes`) lets the matcher read an answer's sessions, as it does live; an
     answer without its episode is graded on its record alone."""
     graded = []
     for row in rows:

@@ -48,7 +48,7 @@ from supersede_lib.labelling.labelled_episodes import (
 )
 from supersede_lib.studies import evaluation_sets
 
-PROMPT_EXAMPLE_KEY = "violin teacher"  # the format example's key that trained policies copy (batch R1)
+PROMPT_EXAMPLE_KEY = "violin teacher"  # the format example's key that trained policies copy
 ITEM_FIELDS = (
     "question",
     "gold_answers",

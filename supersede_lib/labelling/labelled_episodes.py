@@ -1,6 +1,6 @@
 """The episode behind each labelled answer, rebuilt, so the matcher grades it as it grades live answers.
 
-Since matcher v6 the matcher reads the episode's sessions (`matcher_sessions`): which words only turns
+The matcher reads the episode's sessions (`eval.matcher`): which words only turns
 without evidence use. A labelled answer records its episode's question and values, not its sessions,
 so they are rebuilt from what the record names (the generator is deterministic):
 

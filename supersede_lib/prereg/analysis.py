@@ -310,7 +310,7 @@ def _empty_notes_advantage(frame: pd.DataFrame) -> float:
 
 
 BLIND_LABELS_BEFORE_REPORTING = 150  # amendment 1: trained answers of the registered arms, labelled blind
-MIN_CREDIT_AGREEMENT = 0.98  # issue 26: the matcher's credit on trained answers, before a trained number
+MIN_CREDIT_AGREEMENT = 0.98  # the matcher's credit agreement on trained answers, before a trained number
 
 
 def labelled_trained_answers(profile: Profile) -> int:
@@ -335,7 +335,7 @@ def _labelled_rows() -> list[dict]:
 def human_labels(strict_reading: bool = False) -> dict[tuple[str, str, str], str]:
     """The blind human label of each labelled answer, keyed by (question, first gold form, answer):
     the columns a per-model CSV holds (`question`, `gold`, `answer`). `strict_reading`: the label under the
-    literal reading a labeller gave where the batch took another (`strict_label`, batch R1)."""
+    literal reading a labeller gave where the batch took another (`strict_label`)."""
     return {
         (row["question"], row["gold_answers"][0], row["answer"]): row.get("strict_label", row["label"])
         if strict_reading
@@ -451,7 +451,7 @@ def _last_true(holdings: object) -> bool:
 
 def reporting_status(profile: Profile, table: pd.DataFrame, instrument: pd.DataFrame | None = None) -> str:
     """Whether the trained rows may be reported yet: amendment 1 asks for 150 blind labels of these
-    arms' answers; issue 26 for the matcher's credit to agree with them on at least 98%."""
+    arms' answers, and the matcher's credit to agree with them on at least `MIN_CREDIT_AGREEMENT`."""
     if "arm" not in table:
         return ""
     labelled = labelled_trained_answers(profile)
@@ -502,7 +502,7 @@ def _revised_matcher_caveat() -> str:
     )
     pooled = (
         f" Over every fresh batch of greedy final answers, the kind a trained number is made of and the "
-        f"answers the issue's {MIN_CREDIT_AGREEMENT:.0%} target is read on (decided before batch F5), each "
+        f"answers the {MIN_CREDIT_AGREEMENT:.0%} instrument target is read on (docs/preregistration.md), each "
         f"graded once by the matcher frozen before it: {final_agreed}/{final_n} = {final_agreed / final_n:.1%}."
         if final_n
         else ""
