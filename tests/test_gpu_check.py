@@ -83,8 +83,9 @@ def test_the_logit_check_catches_a_prefix_cache_that_lost_the_prefix(
     from supersede_lib.models.hf import HFChatModel, PromptPrefixCache
 
     model = HFChatModel(str(tiny_path), device="cpu")
+    answer_system = prompts.get_prompt_variant(prompts.DEFAULT_PROMPT_VARIANT).answer_system
     messages = [
-        {"role": "system", "content": prompts.ANSWER_SYSTEM},
+        {"role": "system", "content": answer_system},
         {"role": "user", "content": "Where do I live now?"},
     ]
     assert gpu_check.prefix_logit_gap(model, messages) < gpu_check.MAX_LOGIT_GAP

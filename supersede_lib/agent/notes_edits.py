@@ -39,7 +39,7 @@ def repair_prose_reply(reply: str, session_number: int, keep_times: bool = True)
 
     Each non-empty prose line becomes `note <session>.<k>: <line>` (bullets dropped), so nothing the
     model wrote is lost for want of the format, and no line of another session is overwritten. This
-    is the deterministic format control of issue 26: the same model, its replies held to lines.
+    is a deterministic format control: the same model, its replies held to lines.
     """
     if parse_edit_lines(reply, keep_times) or says_nothing_new(reply):
         return reply
@@ -63,8 +63,8 @@ def subject_key(subject: str) -> str:
 def parse_edit_lines(reply: str, keep_times: bool = False) -> list[tuple[str, str]]:
     """The (subject, value) pairs a reply states; prose lines and empty values are skipped.
 
-    `keep_times` never splits at a colon between digits (the agents from v12 on); the older agents
-    split at the first colon, and their recorded runs replay with that parse."""
+    `keep_times` never splits at a colon between digits, so "10K best: 52:15" keeps its time whole;
+    without it a line splits at its first colon, as the variants without `keep_times` were recorded."""
     pattern = _EDIT_LINE_TIMES_KEPT if keep_times else _EDIT_LINE
     edits: list[tuple[str, str]] = []
     for line in (reply or "").splitlines():

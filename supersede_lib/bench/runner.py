@@ -11,7 +11,7 @@
    extrapolated per call unless `--full-sequential` (the report says which). Each run is compared
    with its lower bound: a question's sessions are strictly sequential, so no schedule beats
    `latency x max(longest per-question call chain, ceil(total calls / concurrency))`.
-   Targets: >= 20x over sequential with all questions in flight, within 1.3x of the bound (issue 24).
+   Targets: >= 20x over sequential with all questions in flight, within 1.3x of the bound.
 2. Harness overhead with the embedded GGUF model (the smallest one found): wall time of
    `run_condition` vs time spent inside model calls on one short episode. Target: <= 5%.
    Skipped with a message when no GGUF file is present.
@@ -62,7 +62,7 @@ SMALLEST_FIRST = (
     "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
 )
 SPEEDUP_TARGET = 20.0
-BOUND_RATIO_TARGET = 1.3  # issue 24: all in flight within 1.3x of the chain-latency bound
+BOUND_RATIO_TARGET = 1.3  # all in flight: within 1.3x of the chain-latency bound
 OVERHEAD_TARGET = 0.05
 
 

@@ -12,7 +12,7 @@ metrics read one rollout's notes after every session (its `notes_history`) again
   value anywhere (matcher `conveys_value`; None when the episode has no such value);
 - `holds_current_keyed`: the same, counting only a notes line that also names the asked thing (a
   word of the question besides the value: "grocery budget: $675" holds the grocery budget,
-  "emergency fund: $675" does not). Both are reported, named apart (issue 26);
+  "emergency fund: $675" does not). Both are reported, named apart;
 - `truncation_share`: share of rewrites the notes cap had to cut.
 
 `trajectory_memory_metrics` scores one rollout; `aggregate_memory_metrics` pools many (rewrite- and
@@ -117,8 +117,8 @@ def trajectory_memory_metrics(
 def _conveys(notes: str, value: str) -> bool:
     """`conveys_value`, remembered: a rollout's notes often stay the same from one session to the
     next, and its last notes are read twice (holdings and metrics). The runner scores a finished
-    rollout on the event loop, in between the calls of the questions still running (bench: a sixth
-    of the client's CPU with every question in flight before this)."""
+    rollout on the event loop, in between the calls of the questions still running (uncached, this
+    took a sixth of the client's CPU in the bench with every question in flight)."""
     return conveys_value(notes, value)
 
 

@@ -174,7 +174,7 @@ def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | Non
 def machine_facts() -> dict[str, str | None]:
     """The CPU a run used and the vector instructions torch's kernels chose on it. Float results of
     the same code differ between instruction sets (a CPU retrain of a registered run diverged at its
-    8th rollout on an AVX512 machine, 2026-11-29), so a claim that a run reproduces names them."""
+    8th rollout on an AVX512 machine), so a claim that a run reproduces names them."""
     torch = sys.modules.get("torch")  # only when this process already runs torch: no import for API runs
     return {
         "cpu": cpu_features.cpu_model_name(cpu_features.read_cpuinfo()) or platform.processor() or None,

@@ -29,12 +29,12 @@ def _training_corpus() -> list[str]:
     """A few hundred strings shaped like what the tiny model will be prompted with."""
     cities = ["Detroit", "Austin", "Lisbon", "Osaka", "Denver", "the suburbs", "Berlin", "Toronto"]
     pets = ["Rex", "Luna", "Milo", "Bella", "Max"]
+    default = prompts.get_prompt_variant(prompts.DEFAULT_PROMPT_VARIANT)
     lines = [
-        prompts.NOTES_SYSTEM,
-        prompts.NOTES_EXAMPLE_USER,
-        prompts.NOTES_EXAMPLE_REPLY,
-        prompts.ANSWER_SYSTEM,
-        prompts.FULL_CONTEXT_SYSTEM,
+        default.notes_system,
+        *default.notes_examples[0],
+        default.answer_system,
+        default.full_context_system,
     ]
     for index in range(300):
         city, other = cities[index % len(cities)], cities[(index * 3 + 1) % len(cities)]

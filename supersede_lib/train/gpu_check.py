@@ -195,8 +195,9 @@ def check_generation(model_path: Path, adapter: Path, device: str) -> dict[str, 
     from supersede_lib.agent import prompts
     from supersede_lib.models.hf import HFChatModel
 
+    answer_system = prompts.get_prompt_variant(prompts.DEFAULT_PROMPT_VARIANT).answer_system
     conversations = [
-        [{"role": "system", "content": prompts.ANSWER_SYSTEM}, {"role": "user", "content": question}]
+        [{"role": "system", "content": answer_system}, {"role": "user", "content": question}]
         for question in ("Where do I live now?", "What is my dog called?")
     ]
     replies, tokens, gaps = {}, [], []

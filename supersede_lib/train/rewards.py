@@ -121,7 +121,7 @@ def format_only_scorer() -> TrajectoryScorer:
     """A control: reward 1 for well-formed notes replies (`well_formed_notes`), nothing for the answer.
 
     If an arm trained on this matches the arms trained on the answer, those learned the output format,
-    not supersession (issue 26). The answer is still graded, so its verdict is logged, but the reward
+    not supersession. The answer is still graded, so its verdict is logged, but the reward
     ignores it: a hedged or wrong answer earns exactly what a correct one does.
     """
     sparse = rubric_scorer(0.0)

@@ -208,9 +208,9 @@ class TrainingResult:
     wall_time_s: float
     seconds_per_step: float
     processes: int = 1  # data-parallel processes; each step trained on processes x trajectories_per_step
-    # where it trained, e.g. "cpu (1 torch thread, bfloat16 base weights)"; "" in older summaries
+    # where it trained, e.g. "cpu (1 torch thread, bfloat16 base weights)"; "" when a summary does not say
     device: str = ""
-    # provenance (absent from summaries written before it was kept): `run_provenance`
+    # provenance (empty when a summary does not carry it): `run_provenance`
     provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
