@@ -8,10 +8,10 @@ from supersede_lib.eval.matcher import (
     MAX_ANSWER_CHARS,
     Score,
     conveys_value,
+    normalize,
     says_unknown,
     score_answer,
 )
-from supersede_lib.eval.matcher_text import normalize
 
 ABSTENTION_GOLD = ("The information provided is not enough. You mentioned Korean food but not restaurants.",)
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from supersede_lib.eval.matcher import conveys_value, score_answer
-from supersede_lib.eval.matcher_text import agent_nouns
+from supersede_lib.eval.matcher.stems import agent_nouns
 
 HOBBY_QUESTION = "What hobby am I into these days?"
 GYM_QUESTION = "What gym am I a member of?"

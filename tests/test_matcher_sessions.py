@@ -7,9 +7,14 @@ import pytest
 
 from supersede_lib.agent.episode import Episode, Session, Turn
 from supersede_lib.data.longmemeval import episodes_from_records, read_longmemeval_records
-from supersede_lib.eval.matcher import score_answer, score_episode_answer
-from supersede_lib.eval.matcher_sessions import other_turn_topics, said_of_another_topic
-from supersede_lib.eval.matcher_text import analyse, content_stems
+from supersede_lib.eval.matcher import (
+    analyse,
+    content_stems,
+    other_turn_topics,
+    score_answer,
+    score_episode_answer,
+)
+from supersede_lib.eval.matcher.sessions import said_of_another_topic
 
 
 def _episode(

@@ -29,8 +29,7 @@ from typing import Any
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
-from supersede_lib.eval.matcher import conveys_value
-from supersede_lib.eval.matcher_text import analyse, content_stems
+from supersede_lib.eval.matcher import analyse, content_stems, conveys_value
 
 
 def _comparable(notes: str | None) -> str:

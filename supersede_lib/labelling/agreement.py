@@ -22,8 +22,7 @@ import pandas as pd
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.judge import LongMemEvalJudge, agreement_from_pairs
-from supersede_lib.eval.matcher import Verdict, score_answer
-from supersede_lib.eval.matcher_sessions import other_turn_topics
+from supersede_lib.eval.matcher import Verdict, other_turn_topics, score_answer
 from supersede_lib.eval.runner import run_sync
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)

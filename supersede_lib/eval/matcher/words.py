@@ -1,11 +1,11 @@
 """The matcher's word tables: the vocabulary its rules read, apart from the rules themselves.
 
-Two kinds, one per user. `matcher_text` spells values canonically with the number words, ordinals,
-short forms (weekdays, months, brands), articles, currency words and stopwords. `matcher` decides
-what a mention means with the markers: negations and doubts, past and forward framing ("used to",
+Two kinds. `text` and `numbers` spell values canonically with the number words, ordinals, short
+forms (weekdays, months, brands), articles, currency words and stopwords. The rules (`mentions`,
+`hedges`, `abstention`, `attribution`, ...) decide what a mention means with the markers: negations and doubts, past and forward framing ("used to",
 "now"), numeric qualifiers ("over", "or more"), hedges and guesses, and the phrasings of "I don't
-know" (`UNKNOWN`). A rule change that only needs a new word is an edit here; tests/test_matcher.py
-holds the answers each word was added for.
+know" (`UNKNOWN`). A rule change that only needs a new word is an edit here; tests/test_matcher*.py
+hold the answers each word was added for.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ PAST_AFTER = phrases(
     "previous|former|old"
 )
 ENDINGS = phrases("is over|are over|was over|were over|has ended|have ended|had ended")
-"""Said after a value, at its clause's end, these end it: "things with Theo are over" (matcher v5);
+"""Said after a value, at its clause's end, these end it: "things with Theo are over";
 "Amara is over the moon" goes on, and ends nothing."""
 PAST_AFTER_ACROSS_CLAUSES = frozenset({("then",), ("later",)})  # "Tom, then Sarah"; not "Denver (previously
 # Austin)" or "Denver, and before that Austin", where the marker labels what follows it
@@ -148,7 +148,7 @@ FORWARD_BEFORE = phrases(
 FORWARD_AFTER = phrases("now|currently|today|nowadays|these days")
 CURRENT_DATE_FRAMES = phrases(
     "current date and time is|current date is|current date|current time is|today date is|date today is|today is"
-)  # "The current date is 2023/05/26 (Fri) 17:20, and ...": the answer notes when it is asked (matcher v7)
+)  # "The current date is 2023/05/26 (Fri) 17:20, and ...": the answer notes when it is asked
 DATE_STATEMENT_LINKS = frozenset({"at", "of", "on", "am", "pm", "utc"})  # "Monday, May 8, 2023 at 1:01 pm"
 MARKER_NEXT_EXCEPTIONS = {
     ("left",): frozenset({"for", "to", "over", "with", "at", "in", "on"}),  # "left for Denver" is arriving
@@ -281,4 +281,4 @@ KIND_WORDS = frozenset(
     car vehicle gym membership carrier provider network phone mobile plan
     hobby activity pastime budget amount time record best pr day schedule partner
     """.split()
-)  # words naming the kind of a personal fact: a notes key made of them labels its value (matcher v6)
+)  # words naming the kind of a personal fact: a notes key made of them labels its value

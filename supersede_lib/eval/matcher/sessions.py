@@ -1,4 +1,4 @@
-"""Whose value it is, by the sessions: a value said of a thing from another turn (matcher v6, issue 26).
+"""Whose value it is, by the sessions: a value said of a thing from another turn of the history.
 
 A trained policy writes notes lines and sentences whose owner is a thing the history talks about in
 turns that have nothing to do with the question: "cousin: Crunch Fitness", "speed workout: 50:21",
@@ -23,9 +23,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.eval.matcher_attribution import copular_clause
-from supersede_lib.eval.matcher_text import LIST, AnalysedText, analyse, content_stems, is_number
-from supersede_lib.eval.matcher_words import KIND_WORDS, USER_WORDS
+from supersede_lib.eval.matcher.attribution import copular_clause
+from supersede_lib.eval.matcher.numbers import is_number
+from supersede_lib.eval.matcher.stems import content_stems
+from supersede_lib.eval.matcher.text import LIST, AnalysedText, analyse
+from supersede_lib.eval.matcher.words import KIND_WORDS, USER_WORDS
 
 MIN_TOPIC_WORD_CHARS = 3  # shorter tokens ("ok", "pm") name no topic
 SOURCES_FLAGGING_EXCHANGES = ("synthetic",)
@@ -75,10 +77,12 @@ def said_of_another_topic(
 
 
 def _stems(content: str) -> set[str]:
+    """The content stems of a turn, question or value: the words topics are compared by."""
     return set(content_stems(analyse(content).words))
 
 
 def _names_another_topic(words: Iterable[str], topics: frozenset[str]) -> bool:
+    """Every content word of the owner (user words and numbers aside) is another topic's."""
     owner = [word for word in content_stems(words) if word not in USER_WORDS and not is_number(word)]
     return bool(owner) and all(word in topics for word in owner)
 

@@ -1,8 +1,8 @@
-"""Whose value a clause gives: the user's, or another person's or thing's (issue 26, item 5).
+"""Whose value a clause gives: the user's, or another person's or thing's.
 
 "Kenji is currently dating Sofia", "The phone carrier Rafael uses is US Mobile", "The trainer is a
 member of CorePower Yoga": each names a value of the asked kind but says it of someone else, so it
-answers nothing about the user. Possessives ("Sara's budget is $41,000") are `matcher`'s own rule; this
+answers nothing about the user. Possessives ("Sara's budget is $41,000") are `owners`' own rule; this
 module reads clauses built on a copula ("is", "are", "was"), which split into a subject (whose thing)
 and a predicate (what it is). Without a parser the rules stay structural:
 
@@ -17,22 +17,24 @@ and a predicate (what it is). Without a parser the rules stay structural:
   others to each other; neither value is the user's. Compared values ("27:01 is faster than 27:41")
   and denied ones ("Monday, not Thursday") are no other.
 - A value that owns the subject's thing ("Jonah's gift is thoughtful", "Hannah's partner's name is
-  ..."): the clause says what that thing is; the value only whose it is (matcher v2).
+  ..."): the clause says what that thing is; the value only whose it is.
 - A value as the subject of the question's own verb ("Deloitte works for Kansas City" for "Which
   company do I work for?"): it stands where the user stands, so the object is what the clause
-  offers (matcher v2).
+  offers.
 - A value opening an apposition to another value ("Chewy, a Salesforce company"): it only describes
-  the value before it, which is what the answer gives (matcher v3).
+  the value before it, which is what the answer gives.
 - A value as the subject of a relation to a named person ("Elena is dating Dev"): the clause pairs the
-  value with someone else, not with the user (matcher v4).
+  value with someone else, not with the user.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from supersede_lib.eval.matcher_text import CLAUSE, AnalysedText, is_number, stem
-from supersede_lib.eval.matcher_words import (
+from supersede_lib.eval.matcher.numbers import is_number
+from supersede_lib.eval.matcher.stems import stem
+from supersede_lib.eval.matcher.text import CLAUSE, AnalysedText
+from supersede_lib.eval.matcher.words import (
     CLAUSE_JOINERS,
     COPULAS,
     INDEFINITES,
@@ -297,6 +299,7 @@ def _predicate_holds_another(
 
 
 def _same_value(text: AnalysedText, first: Span, second: Span) -> bool:
+    """Two spans spell one value (plurals aside): a value never rivals or describes itself."""
     return [stem(word) for word in text.words[first[0] : first[1]]] == [
         stem(word) for word in text.words[second[0] : second[1]]
     ]
