@@ -212,7 +212,7 @@ class EvaluationSet(_Block):
 
     `engine: prefix_cache` reuses the keys and values of the shared prompt prefix (a second, faster
     engine whose replies are cached apart). `condition`, `prompt_variant` and the token caps change
-    how this set runs from the block's (the full-context ceiling, a format-controlled agent, caps that
+    how this set runs from the block's (the full-context reference, a format-controlled agent, caps that
     do not cut). `models` names `base` and checkpoint labels
     (`sparse__seed-0__step-20`); unset, the base and every checkpoint. LongMemEval episodes are
     real records: their per-question files and replies stay out of git (only counts and verdicts
@@ -223,7 +223,7 @@ class EvaluationSet(_Block):
     episodes: EpisodeSpec
     engine: Literal[ENGINES] = "whole_prompt"
     models: list[str] | None = Field(default=None, min_length=1)
-    # the full-context ceiling reads every session instead of the notes (`full_context`)
+    # the full-context reference reads every session instead of the notes (`full_context`)
     condition: Literal["bounded_memory", "full_context"] = "bounded_memory"
     # another agent than the training's (e.g. the format-controlled base: `v12_line_edits_repaired`)
     prompt_variant: str | None = None

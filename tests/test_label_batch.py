@@ -10,6 +10,7 @@ import pytest
 from supersede_lib import profiles
 from supersede_lib.labelling import label_batch
 from supersede_lib.labelling.agreement import LABELLED_ANSWERS, read_labelled_answers
+from supersede_lib.labelling.labelled_episodes import set_episodes
 
 R3_MODEL, R3_FIRST, R3_LAST = "notes-used__seed-11__step-20", 1625, 1776  # batch R3 of the labels README
 
@@ -22,7 +23,7 @@ def _number(row: dict) -> int:
 def r3_items() -> tuple[list[dict], dict]:
     """Batch R3 rebuilt from its committed trajectories, as if nothing from R3 on were labelled."""
     profile = profiles.load_profile("cpu_proof_prereg")
-    episodes = label_batch.set_episodes(profile, "test")
+    episodes = set_episodes(profile, "test")
     before = [row for row in read_labelled_answers(LABELLED_ANSWERS) if _number(row) < R3_FIRST]
     path = label_batch.trajectories_path(profile, "test", R3_MODEL)
     return label_batch.new_answers(path, R3_MODEL, episodes, before, R3_FIRST), episodes
