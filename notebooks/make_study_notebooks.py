@@ -359,7 +359,7 @@ def training_notebook() -> nbformat.NotebookNode:
                 "REPRODUCE_ARGS='--only 06,07'`.)"
             ),
             new_code_cell(
-                "from supersede_lib.studies import evidence\n\n"
+                "from supersede_lib.results import evidence\n\n"
                 "for name, table in evidence.read_tables(result.output_dir, (evidence.TREND, evidence.NOTES_PAYOFF)).items():\n"
                 "    show(table, evidence.TITLES[name])"
             ),

@@ -52,7 +52,8 @@ def test_worked_examples_look_exactly_like_the_real_request() -> None:
         "Current notes (at most 120 characters):\n- lives in Detroit; dog named Rex\n\n"
     )
     assert example_reply == "- lives in the suburbs (moved from Detroit, Apr 2023); dog named Rex"
-    real = make_rollout(make_episode("ep-1", 1), "bounded_memory", 300).current_messages()[-1]["content"]
+    real = make_rollout(make_episode("ep-1", 1), "bounded_memory", notes_budget_chars=300).current_messages()
+    real = real[-1]["content"]
     assert real.split("\n", 1)[0] == example_user.split("\n", 1)[0].replace("120", "300")
 
 
