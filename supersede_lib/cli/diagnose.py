@@ -18,7 +18,9 @@ from pathlib import Path
 
 from supersede_lib import profiles
 from supersede_lib.agent.settings import DEFAULT_ROLLOUT
+from supersede_lib.eval.run_files import now_utc
 from supersede_lib.models.chat import ModelError
+from supersede_lib.results.headings import NOTEBOOK_ISOLATION
 from supersede_lib.results.outputs import StudyFailedError
 from supersede_lib.studies import diagnosis, isolation
 
@@ -89,15 +91,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.estimate_only:
         return 0
     profiles.OUTPUT_ROOT = args.out  # this process's results folder (the studies write under it)
+    return run_and_report(profile, planned)
+
+
+def run_and_report(profile: profiles.Profile, planned: diagnosis.Estimate) -> int:
+    """Run the diagnosis and write its page: 0 complete, 1 incomplete (questions failed: re-run the
+    same command to finish), 2 stopped (a setting wrong for every call).
+
+    An earlier page in the folder is marked outdated first, so a run that stops or dies never
+    leaves it looking like the result of the files beside it.
+    """
+    directory = profiles.output_dir(profile, NOTEBOOK_ISOLATION)
+    started = f"A later run (n = {planned.questions}, started {now_utc()})"
+    diagnosis.mark_outdated(directory, f"{started} has not finished.")
     try:
-        result = isolation.run_isolation(profile)
-    except StudyFailedError as error:
-        print(f"FAILED: {error}", file=sys.stderr)
-        return 1
+        result = isolation.analyse_isolation(profile, isolation.run_isolation_conditions(profile))
     except ModelError as error:
+        diagnosis.mark_outdated(directory, f"{started} stopped: {error}")
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
+    try:
+        isolation.write_isolation(result)
+    except StudyFailedError as error:  # every question of a condition failed: the page says so too
+        print(f"FAILED: {error}", file=sys.stderr)
     report = diagnosis.write_diagnosis(result, planned)
     print(report.read_text(encoding="utf-8"))
     print(f"report: {report}")
+    incomplete = diagnosis.incomplete_line(result.comparison)
+    if incomplete:
+        print(incomplete.removeprefix("> ").replace("**", ""), file=sys.stderr)
+        return 1
     return 0

@@ -8,7 +8,7 @@ them, tests them and classifies the bounded-memory failures; the failure helpers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_mcnemar, wilson_interval
 from supersede_lib.results.headings import MATCHER, headline_number, percent
-from supersede_lib.results.outputs import write_table
+from supersede_lib.results.outputs import write_csv_atomic, write_table
 
 
 def grader_name(judge: Any) -> str:
@@ -31,20 +31,38 @@ def grader_name(judge: Any) -> str:
 
 
 def correct_column(frame: pd.DataFrame, use_judge: bool) -> pd.Series:
-    """Per-question correctness: the judge's verdict when judged, else the matcher's `verdict == 'correct'`."""
+    """Per-question correctness: the judge's verdict when judged, else the matcher's `verdict == 'correct'`.
+
+    A failed row (no answer, or the judge's call failed) reads False here; every table leaves it out.
+    """
     if use_judge:
-        if frame["judge_correct"].isna().any():
-            missing = frame.loc[frame["judge_correct"].isna(), "episode_id"].tolist()
+        unjudged = frame["judge_correct"].isna() & ~failed_mask(frame)
+        if unjudged.any():
+            missing = frame.loc[unjudged, "episode_id"].tolist()
             raise ValueError(f"rows without a judge verdict (field 'judge_correct'): {missing[:5]}")
-        return frame["judge_correct"].astype(bool)
+        return frame["judge_correct"].astype("boolean").fillna(False).astype(bool)
     return frame["verdict"] == "correct"
+
+
+def failed_mask(frame: pd.DataFrame) -> pd.Series:
+    """Rows whose run failed for the infrastructure (the runner's `failed`: connection, timeouts,
+    5xx after retries): they have no answer to score, so every table leaves them out."""
+    if "failed" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame["failed"].fillna(False).astype(bool)
+
+
+def failed_ids(*frames: pd.DataFrame) -> set[str]:
+    """Questions failed in any of `frames`: a paired comparison drops every condition's row of them."""
+    return {str(key) for frame in frames for key in frame.loc[failed_mask(frame), "episode_id"]}
 
 
 def accuracy_row(
     model: str, condition: str, correct: Sequence[bool], grader: str, failed: int | None = None
 ) -> dict[str, Any]:
-    """Accuracy with a 95% Wilson interval, as one tidy row; `failed`: questions whose run failed
-    (scored wrong), kept beside the accuracy so a table can say a failure is not a result."""
+    """Accuracy with a 95% Wilson interval, as one tidy row over the questions scored (`correct`);
+    `failed`: questions left out because a run failed on them, kept beside the accuracy so a table
+    can say how many are missing (a failure is neither right nor wrong)."""
     n = len(correct)
     successes = int(sum(bool(value) for value in correct))
     low, high = wilson_interval(successes, n)
@@ -63,23 +81,38 @@ def accuracy_row(
     return row
 
 
+def run_accuracy_row(
+    model: str, condition: str, frame: pd.DataFrame, grader: str, *, use_judge: bool = False
+) -> dict[str, Any]:
+    """`accuracy_row` of one run's rows: failed rows left out, and counted in `failed` when there
+    are any (a run without failures keeps the columns it always had)."""
+    failed = failed_mask(frame)
+    correct = correct_column(frame, use_judge)[~failed]
+    return accuracy_row(model, condition, correct.tolist(), grader, failed=int(failed.sum()) or None)
+
+
+def _failed_count(row: Any) -> int:
+    """An accuracy row's `failed` (0 when absent, or blank in a table whose other rows had failures)."""
+    failed = row.get("failed")
+    return 0 if failed is None or pd.isna(failed) else int(failed)
+
+
 def all_failed(row: Any) -> bool:
-    """Whether every question of an accuracy row failed: then there is no result, only a failure."""
-    failed = int(row.get("failed", 0) or 0)
-    return failed > 0 and failed == int(row["n"])
+    """Whether no question of an accuracy row could be scored because runs failed: no result, only a failure."""
+    return _failed_count(row) > 0 and int(row["n"]) == 0
 
 
 def accuracy_cell(row: Any, *, interval: bool = True) -> str:
-    """An accuracy as a table shows it: `62.5% [48.1%, 75.0%]`; `failed 60/60` when no question ran;
-    a partial failure named after the number (`(3 of 60 failed, scored wrong)`)."""
-    n, failed = int(row["n"]), int(row.get("failed", 0) or 0)
+    """An accuracy as a table shows it: `62.5% [48.1%, 75.0%]`; `failed 60/60` when no question could
+    be scored; questions left out named after the number (`(3 of 60 failed, left out)`)."""
+    n, failed = int(row["n"]), _failed_count(row)
     if all_failed(row):
-        return f"failed {failed}/{n}"
+        return f"failed {failed}/{failed}"
     text = percent(row["accuracy"])
     if interval:
         text += f" [{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
     if failed:
-        text += f" ({failed} of {n} failed, scored wrong)"
+        text += f" ({failed} of {n + failed} failed, left out)"
     return text
 
 
@@ -115,6 +148,13 @@ class ConditionComparison:
     run_names: dict[str, str]
     notes_budget_chars: int
     memory: pd.DataFrame  # one row: memory metrics of the bounded-memory trajectories (memory_row)
+    left_out: list[str] = field(default_factory=list)  # questions a run failed on: in no number above
+    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)  # per condition, as this run wrote it
+
+    @property
+    def questions(self) -> int:
+        """Questions asked: those compared plus those left out because a run failed on them."""
+        return self.n + len(self.left_out)
 
     def accuracy_of(self, condition: str) -> float:
         return float(self.accuracy.set_index("condition").loc[condition, "accuracy"])
@@ -123,7 +163,12 @@ class ConditionComparison:
 def pair_conditions(
     runs: dict[str, RunResult], *, model_name: str, use_judge: bool, grader: str, notes_budget_chars: int
 ) -> ConditionComparison:
-    """Pair the two runs by question, test them (McNemar) and classify the bounded-memory failures."""
+    """Pair the two runs by question, test them (McNemar) and classify the bounded-memory failures.
+
+    A question that failed in either run (the runner's `failed`) leaves the comparison in both: it
+    was never answered, so scoring it wrong would turn a dead server into a finding.
+    """
+    left_out = failed_ids(*(run.frame for run in runs.values()))
     paired = None
     for condition, run in runs.items():
         frame = run.frame
@@ -133,22 +178,22 @@ def pair_conditions(
         part[f"correct_{condition}"] = correct_column(frame, use_judge).to_numpy()
         if condition == "bounded_memory":
             part["final_notes"] = frame["final_notes"].to_numpy()
+        part = part[~part["episode_id"].astype(str).isin(left_out)]
         paired = (
             part if paired is None else paired.merge(part.drop(columns=["question", "gold"]), on="episode_id")
         )
     assert paired is not None
     accuracy = pd.DataFrame(
         [
-            accuracy_row(
-                model_name,
-                condition,
-                paired[f"correct_{condition}"],
-                grader,
-                failed=int(runs[condition].frame["failed"].astype(bool).sum()),
-            )
+            accuracy_row(model_name, condition, paired[f"correct_{condition}"], grader, failed=len(left_out))
             for condition in CONDITIONS
         ]
     )
+    bounded = [
+        trajectory
+        for trajectory in runs["bounded_memory"].trajectories
+        if str(trajectory.get("episode_id")) not in left_out
+    ]
     return ConditionComparison(
         model=model_name,
         n=len(paired),
@@ -156,10 +201,12 @@ def pair_conditions(
         accuracy=accuracy,
         mcnemar=mcnemar_dict(paired["correct_full_context"], paired["correct_bounded_memory"]),
         per_question=paired,
-        failures=failure_breakdown(runs["bounded_memory"].trajectories, use_judge=use_judge),
+        failures=failure_breakdown(bounded, use_judge=use_judge),
         run_names={condition: run.run_name for condition, run in runs.items()},
         notes_budget_chars=notes_budget_chars,
-        memory=pd.DataFrame([memory_row(model_name, "bounded_memory", runs["bounded_memory"].trajectories)]),
+        memory=pd.DataFrame([memory_row(model_name, "bounded_memory", bounded)]),
+        left_out=sorted(left_out),
+        manifests={condition: run.manifest for condition, run in runs.items()},
     )
 
 
@@ -296,5 +343,5 @@ def failure_note(failures: pd.DataFrame) -> str:
 
 def write_failures(directory: Path, failures: pd.DataFrame, counts: pd.DataFrame) -> str:
     """`failure_breakdown.csv` and the `failure_counts` table; returns the table's .md name."""
-    failures.to_csv(directory / "failure_breakdown.csv", index=False)
+    write_csv_atomic(failures, directory / "failure_breakdown.csv")
     return write_table(directory, "failure_counts", counts, failure_note(failures))

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import tempfile
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,33 @@ from supersede_lib.models.chat import redact_json
 from supersede_lib.profiles import Profile
 
 STUDY_SUMMARY_FILE = "summary.json"
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write `text` whole or not at all: a temporary file in the same folder, then `os.replace`.
+
+    A reader (another run, a crash, a full disk) sees the old file or the new one, never half of
+    one; the same folder keeps the rename on one filesystem, where it is atomic.
+    """
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile(
+        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with handle:
+            handle.write(text.encode("utf-8"))
+        # a temporary file is private (0600); the page keeps the mode of the file it replaces
+        os.chmod(handle.name, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_csv_atomic(frame: pd.DataFrame, path: Path) -> Path:
+    """`frame.to_csv(path, index=False)`, written atomically (`write_text_atomic`)."""
+    return write_text_atomic(path, frame.to_csv(index=False))
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -83,8 +113,9 @@ def write_summary(
         "figures": figures,
         **(extra or {}),
     }
-    (directory / STUDY_SUMMARY_FILE).write_text(
-        json.dumps(portable_paths(redact_json(_jsonable(summary))), indent=2) + "\n", encoding="utf-8"
+    write_text_atomic(
+        directory / STUDY_SUMMARY_FILE,
+        json.dumps(portable_paths(redact_json(_jsonable(summary))), indent=2) + "\n",
     )
     return summary
 
@@ -97,14 +128,17 @@ def record_summary(
     tables: list[str],
     config: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    runs: Iterable[str] | None = None,
 ) -> Any:
     """Write a study result's summary.json (its model, data label, figures); fill in `output_dir`, `summary`.
 
     The warnings of every run in the study's folder (failed questions, cut or empty replies, per model)
-    are printed and kept in the summary, so no study hides a silent failure.
+    are printed and kept in the summary, so no study hides a silent failure. `runs`: the study's own
+    run names, when other runs may share the folder (another budget, another run at once): only
+    their manifests are read.
     """
     result.output_dir = directory
-    manifests = _run_manifests(directory)  # read once for the warnings and the failures
+    manifests = _run_manifests(directory, runs)  # read once for the warnings and the failures
     warnings = study_warnings(directory, manifests)
     for warning in warnings:
         print(f"WARNING ({notebook}): {warning}")
@@ -136,11 +170,16 @@ class StudyFailedError(RuntimeError):
     """A run of the study had no successful question: its files are written, its numbers are not results."""
 
 
-def _run_manifests(directory: Path) -> dict[str, dict[str, Any]]:
-    """Every run manifest in a study's folder, by run name, in file order."""
+def _run_manifests(directory: Path, runs: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The run manifests of a study's folder by run name, in file order: those of `runs` (when
+    given and written), else every one."""
+    if runs is None:
+        paths = sorted(directory.glob("*.manifest.json"))
+    else:
+        paths = sorted(path for run in runs if (path := directory / f"{run}.manifest.json").exists())
     return {
         path.name.removesuffix(".manifest.json"): json.loads(path.read_text(encoding="utf-8"))
-        for path in sorted(directory.glob("*.manifest.json"))
+        for path in paths
     }
 
 
@@ -172,8 +211,8 @@ def write_table(
     `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages).
     """
     text = markdown_table(frame if shown is None else shown) + (f"\n{note}\n" if note else "")
-    (directory / f"{name}.md").write_text(text, encoding="utf-8")
-    frame.to_csv(directory / f"{name}.csv", index=False)
+    write_text_atomic(directory / f"{name}.md", text)
+    write_csv_atomic(frame, directory / f"{name}.csv")
     return f"{name}.md"
 
 

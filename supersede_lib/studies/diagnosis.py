@@ -25,7 +25,7 @@ from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import estimate_cost_usd, is_local_url, is_openai_endpoint
 from supersede_lib.profiles import Profile
 from supersede_lib.results.comparison import shares_as_percent
-from supersede_lib.results.outputs import markdown_table
+from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
 
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
 ANSWER_TOKENS = 64  # the runner's answer cap
@@ -149,10 +149,10 @@ def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimat
     )
 
 
-def _run_totals(directory: Path) -> pd.DataFrame:
+def _run_totals(manifests: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """What each of this run's conditions took, from the manifests it wrote (never the folder's others)."""
     rows = []
-    for path in sorted(directory.glob("*.manifest.json")):
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+    for manifest in manifests.values():
         totals = manifest.get("totals") or {}
         rows.append(
             {
@@ -169,11 +169,28 @@ def _run_totals(directory: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def incomplete_line(comparison: Any) -> str | None:
+    """The page's first line when questions failed (None when every question was compared): a
+    failure is neither right nor wrong, so the table is unfinished, not a finding."""
+    if not comparison.left_out:
+        return None
+    return (
+        f"> **incomplete: {len(comparison.left_out)} of {comparison.questions} failed — re-run the same "
+        "command to finish.** The server failed these questions (connection, timeouts, 5xx after "
+        f"retries; the `error` column of the run CSVs says why). They are left out of every number below, "
+        f"which compares the {comparison.n} questions both conditions answered; finished answers are in "
+        "the response cache, so the re-run asks only for the rest."
+    )
+
+
 def write_diagnosis(result: Any, planned: Estimate) -> Path:
-    """The one-page report beside the study's files: Table 1, memory, failures, what it cost."""
+    """The one-page report beside the study's files: Table 1, memory, failures, what it cost; built
+    from this run's results only, and written whole (a reader never sees half a page)."""
     directory: Path = result.output_dir
     profile: Profile = result.profile
+    incomplete = incomplete_line(result.comparison)
     lines = [
+        *([incomplete, ""] if incomplete else []),
         f"# Diagnosis: {result.model}",
         "",
         f"{profile.description} Data: {result.data_label}, n = {result.n}; grader: {result.grader}. "
@@ -194,11 +211,48 @@ def write_diagnosis(result: Any, planned: Estimate) -> Path:
         "",
         f"Estimated before the run: {planned.line()}.",
         "",
-        markdown_table(_run_totals(directory)),
+        markdown_table(_run_totals(result.comparison.manifests)),
         f"Files: `{directory}` (run CSVs, trajectories, manifests, tables). Run the same command again to "
         "resume: finished calls come from the response cache.",
         "",
     ]
-    path = directory / REPORT_FILE
-    path.write_text(redact_credentials("\n".join(lines)), encoding="utf-8")
-    return path
+    return write_text_atomic(directory / REPORT_FILE, redact_credentials("\n".join(lines)))
+
+
+OUTDATED_MARK = "> **OUTDATED**"
+
+
+def _without_mark(text: str) -> str:
+    if text.startswith(OUTDATED_MARK):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        return text.removeprefix("\n")
+    return text
+
+
+def mark_outdated(directory: Path, reason: str) -> list[Path]:
+    """Mark the page an earlier run left in `directory` as not describing the run files beside it:
+    DIAGNOSIS.md and the Markdown tables its summary.json names get a first line saying why, and
+    summary.json an `outdated` key. Called when a run starts (a run that dies leaves the mark) and
+    when it stops; a run that finishes writes a fresh page without it. Returns the files marked."""
+    reason = redact_credentials(" ".join(reason.split()))
+    summary_path = directory / STUDY_SUMMARY_FILE
+    marked: list[Path] = []
+    tables: list[str] = []
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no earlier summary (or not one of ours): the page alone is marked
+        summary = None
+    if isinstance(summary, dict):
+        tables = [name for name in summary.get("tables") or [] if str(name).endswith(".md")]
+        summary = {"outdated": reason, **{key: value for key, value in summary.items() if key != "outdated"}}
+        write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")
+        marked.append(summary_path)
+    banner = (
+        f"{OUTDATED_MARK}: {reason} This page is from an earlier run and does not describe the run "
+        "files beside it; the same command, run to the end, replaces it.\n\n"
+    )
+    for path in [directory / REPORT_FILE, *(directory / name for name in tables)]:
+        if path.exists():
+            write_text_atomic(path, banner + _without_mark(path.read_text(encoding="utf-8")))
+            marked.append(path)
+    return marked

@@ -39,7 +39,14 @@ from supersede_lib.results.headings import (
     paper_label,
     percent,
 )
-from supersede_lib.results.outputs import StudyResult, record_summary, study_progress, write_table
+from supersede_lib.results.outputs import (
+    StudyResult,
+    record_summary,
+    study_progress,
+    write_csv_atomic,
+    write_table,
+    write_text_atomic,
+)
 
 
 @dataclass
@@ -149,9 +156,9 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
     profile, comparison, counts = result.profile, result.comparison, result.failure_counts
     directory = directory or profiles.output_dir(profile, NOTEBOOK_ISOLATION)
     tables = [write_table(directory, "table1_isolation", result.table)]
-    comparison.accuracy.to_csv(directory / "accuracy.csv", index=False)
-    (directory / "mcnemar.json").write_text(json.dumps(comparison.mcnemar, indent=2) + "\n", encoding="utf-8")
-    comparison.per_question.to_csv(directory / "per_question.csv", index=False)
+    write_csv_atomic(comparison.accuracy, directory / "accuracy.csv")
+    write_text_atomic(directory / "mcnemar.json", json.dumps(comparison.mcnemar, indent=2) + "\n")
+    write_csv_atomic(comparison.per_question, directory / "per_question.csv")
     tables.append(write_failures(directory, comparison.failures, counts))
     tables.append(
         write_table(
@@ -162,7 +169,7 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
             shown=shares_as_percent(comparison.memory),
         )
     )
-    result.examples.to_csv(directory / "examples_full_right_bounded_wrong.csv", index=False)
+    write_csv_atomic(result.examples, directory / "examples_full_right_bounded_wrong.csv")
 
     ours_title = f"ours: {result.model}\n{result.data_label}, {profile.name}, n={result.n}"
     figure = plots.accuracy_by_model_figure(comparison.accuracy, ours_title)
@@ -182,7 +189,10 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
     numbers += memory_numbers(comparison.memory, meta)
     config = profile.as_config("isolation", "model", "judge")
     extra = {"mcnemar": comparison.mcnemar, "runs": comparison.run_names}
-    return record_summary(result, directory, NOTEBOOK_ISOLATION, numbers, tables, config, extra)
+    if comparison.left_out:
+        extra["left_out"] = comparison.left_out  # failed questions: in no number above
+    runs = comparison.run_names.values()
+    return record_summary(result, directory, NOTEBOOK_ISOLATION, numbers, tables, config, extra, runs=runs)
 
 
 def run_isolation(profile: Profile, *, progress: bool = True) -> IsolationResult:

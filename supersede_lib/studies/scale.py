@@ -24,13 +24,15 @@ from supersede_lib.profiles import Profile, ScaleBlock
 from supersede_lib.results import paper_results
 from supersede_lib.results.comparison import (
     MEMORY_NOTE,
-    accuracy_row,
+    accuracy_cell,
     combine_failures,
-    correct_column,
+    failed_ids,
+    failed_mask,
     failure_counts_table,
     mcnemar_dict,
     memory_numbers,
     memory_row,
+    run_accuracy_row,
     shares_as_percent,
     write_failures,
 )
@@ -117,7 +119,7 @@ def _accuracy_rows(raw: ScaleRuns) -> list[dict[str, Any]]:
         frame = run.frame
         mean_sessions = float(frame["n_sessions"].mean())
         mean_budget = float(frame["notes_budget_chars"].mean())
-        row = accuracy_row(raw.model, condition, correct_column(frame, use_judge=False), MATCHER)
+        row = run_accuracy_row(raw.model, condition, frame, MATCHER)
         row.update(
             data=(block.short if condition == "short_fixed" else block.long).label,
             history=f"~{mean_sessions:.1f} sessions",
@@ -147,7 +149,9 @@ def _short_vs_long(raw: ScaleRuns, long_fixed: pd.DataFrame) -> dict[str, Any] |
     long_correct = {base_id[key]: value for key, value in (long_fixed["verdict"] == "correct").items()}
     if set(short_correct) != set(long_correct):
         return None
-    keys = sorted(short_correct)
+    left_out = {str(key) for key in short.index[failed_mask(short)]}
+    left_out |= {str(base_id[key]) for key in long_fixed.index[failed_mask(long_fixed)]}
+    keys = sorted(key for key in short_correct if str(key) not in left_out)  # failed: neither right nor wrong
     return mcnemar_dict([short_correct[key] for key in keys], [long_correct[key] for key in keys])
 
 
@@ -170,7 +174,7 @@ def scale_table(
                 "paper: split / history / memory": f"{paper_row['split']} / {paper_row['history']} / {paper_row['memory']}",
                 paper_header: percent(paper_row["accuracy"]),
                 "ours: data / history / memory": f"{ours['data']} / {ours['history']} / {ours['memory']}",
-                ours_header: f"{percent(ours['accuracy'])} [{percent(ours['ci_low'])}, {percent(ours['ci_high'])}]",
+                ours_header: accuracy_cell(ours),
             }
         )
     paper_b, paper_c = paper_results.SCALE_MCNEMAR_B_C
@@ -202,7 +206,9 @@ def analyse_scale(raw: ScaleRuns) -> ScaleResult:
     fixed, ratio = (
         raw.runs[name].frame.set_index("episode_id") for name in ("long_fixed", "long_per_session")
     )
+    left_out = failed_ids(*(raw.runs[name].frame for name in ("long_fixed", "long_per_session")))
     common = fixed.index.intersection(ratio.index)
+    common = common[~common.astype(str).isin(left_out)]  # a failed question is neither right nor wrong
     answers_differ = int(
         sum(str(fixed.loc[key, "answer"]).strip() != str(ratio.loc[key, "answer"]).strip() for key in common)
     )
