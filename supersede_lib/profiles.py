@@ -37,7 +37,7 @@ from supersede_lib.eval.judge import LongMemEvalJudge
 from supersede_lib.eval.provenance import REPO_ROOT, check_clean_for_results, commit_label
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY, RunSettings
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
-from supersede_lib.models.chat import ChatModel, has_url_credentials
+from supersede_lib.models.chat import ChatModel, url_secret_problem
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import check_model_spec, make_chat_model
@@ -62,14 +62,12 @@ Seed = Annotated[int, Strict(), Field(ge=0)]
 
 
 def _checked_model_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """A model spec checked when the profile is read: no user:password@ in base_url (sent as Basic auth,
-    and written to disk), only keys its backend takes, numbers in bounds (`models.spec.check_model_spec`)."""
-    if has_url_credentials(str(spec.get("base_url") or "")):
-        raise PydanticCustomError(
-            "model_spec",
-            "base_url carries credentials (user:password@): remove them and put the key in the "
-            "environment variable named by api_key_env (sent as a Bearer token, never written)",
-        )
+    """A model spec checked when the profile is read: no part of base_url that may hold a secret
+    (`models.chat.url_secret_problem`), only keys its backend takes, numbers in bounds
+    (`models.spec.check_model_spec`)."""
+    problem = url_secret_problem(str(spec.get("base_url") or ""))
+    if problem:
+        raise PydanticCustomError("model_spec", problem)
     try:
         check_model_spec(spec)
     except ValueError as error:

@@ -4,6 +4,8 @@ resumable, on one page; against the fake server and against llama.cpp's own HTTP
 from __future__ import annotations
 
 import json
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,24 @@ def test_a_base_url_with_credentials_is_refused_before_anything_runs(capsys) -> 
         ["--base-url", "http://me:pw-secret@127.0.0.1:9/v1", "--model", "m", "--estimate-only"]
     )
     assert code == 2 and "pw-secret" not in capsys.readouterr().err
+
+
+def test_diagnose_against_a_closed_port_stops_at_once_with_one_line_naming_the_url(
+    tmp_path: Path, capsys
+) -> None:
+    """Nothing listens: no retries, no 'failed n/n', one STOPPED line naming the URL, well under 5 s,
+    through the runner's own long-lived loop (the one `diagnose` uses)."""
+    with socket.socket() as probe:  # a port that was free a moment ago: closed
+        probe.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    arguments = ["--model", "m", "--n", "2", "--difficulty", "easy", "--out", str(tmp_path)]
+    started = time.perf_counter()
+    code = diagnose.main(["--base-url", base_url, *arguments])
+    elapsed = time.perf_counter() - started
+    stopped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("STOPPED")]
+    assert code == 2 and elapsed < 5, elapsed
+    assert len(stopped) == 1 and f"cannot reach {base_url}: connection refused" in stopped[0]
+    assert not list(tmp_path.rglob("DIAGNOSIS.md"))
 
 
 @pytest.mark.realmodel

@@ -19,7 +19,7 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 
 
 def test_make_openai_model_from_spec(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-model-spec")
     model = make_chat_model({"backend": "openai", "model": "gpt-4.1-mini", "max_retries": 2})
     assert isinstance(model, OpenAIChatModel) and model.name == "gpt-4.1-mini" and model.max_retries == 2
     inferred = make_chat_model({"model": "m", "base_url": "http://localhost:8000/v1"})
@@ -75,7 +75,7 @@ def test_an_embedded_model_without_its_file_is_built_at_its_first_call(tmp_path,
 
 
 def test_make_model_rejects_unknown_backends_and_keys(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-model-spec")
     with pytest.raises(ValueError, match="openai, embedded, hf"):
         make_chat_model({"backend": "carrier-pigeon"})
     with pytest.raises(ValueError, match="unknown key.*temprature"):

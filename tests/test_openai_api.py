@@ -4,9 +4,11 @@ server), cost estimates and reasoning-model detection. No network."""
 import asyncio
 import gc
 import socket
+import time
 
 import pytest
 
+from supersede_lib.eval.scheduling import run_sync
 from supersede_lib.models.chat import (
     ChatModel,
     ContextOverflowError,
@@ -289,22 +291,59 @@ def test_missing_key_for_a_remote_endpoint_fails_before_any_call(monkeypatch):
 def test_missing_key_is_fine_for_a_local_server_and_a_set_key_is_sent(monkeypatch):
     with LocalOpenAIServer(api_key="EMPTY") as server:
         asyncio.run(OpenAIChatModel("fake-model", base_url=server.base_url).achat(MESSAGES))
-    monkeypatch.setenv("MY_KEY", "sk-test")
-    with LocalOpenAIServer(api_key="sk-test") as server:
+    monkeypatch.setenv("MY_KEY", "sk-test-key")
+    with LocalOpenAIServer(api_key="sk-test-key") as server:
         result = asyncio.run(
             OpenAIChatModel("fake-model", base_url=server.base_url, api_key_env="MY_KEY").achat(MESSAGES)
         )
     assert result.text
 
 
-def test_unreachable_server_raises_config_error_naming_the_url():
+def _on(loop_kind: str, coroutine):
+    """Run `coroutine` on a fresh `asyncio.run` loop or on the runner's long-lived one (`run_sync`), whose
+    HTTP clients go through aiohttp: the two transports report connection errors differently."""
+    return asyncio.run(coroutine) if loop_kind == "asyncio.run" else run_sync(coroutine)
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio.run", "runner loop"])
+@pytest.mark.parametrize("where", ["closed port", "unknown host"])
+def test_an_unreachable_server_stops_at_once_with_one_line_naming_the_url(loop_kind, where, monkeypatch):
+    """Connection refused or no such host, with no answer ever received: no retry (retrying only delays
+    the one line), whichever transport the loop uses; a refused connection is not counted as a timeout."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-unreachable-0000")  # a remote host needs a key
     sleep = RecordedSleep()
-    base_url = f"http://127.0.0.1:{_free_port()}/v1"
-    model = OpenAIChatModel("fake-model", base_url=base_url, max_retries=2, sleep=sleep, timeout_s=5)
+    host = f"127.0.0.1:{_free_port()}" if where == "closed port" else "no-such-host.invalid"
+    base_url = f"http://{host}/v1"
+    model = OpenAIChatModel("fake-model", base_url=base_url, max_retries=6, sleep=sleep, timeout_s=30)
+    started = time.perf_counter()
     with pytest.raises(ModelConfigError, match="cannot reach") as raised:
-        asyncio.run(model.achat(MESSAGES))
-    assert base_url in str(raised.value) and "running" in str(raised.value)
-    assert len(sleep.delays) == 2
+        _on(loop_kind, model.achat(MESSAGES))
+    message = str(raised.value)
+    assert time.perf_counter() - started < 5 and sleep.delays == [] and model.timeouts == 0
+    assert base_url in message and "running" in message and "\n" not in message
+    assert ("refused" if where == "closed port" else "host name not found") in message
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio.run", "runner loop"])
+def test_a_dropped_connection_is_counted_as_dropped_not_as_a_timeout(loop_kind):
+    """The server closes the connection without answering: retried, and counted apart from timeouts
+    (the runner loop's aiohttp transport reports it as a connect timeout)."""
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(responder=lambda messages: "fine") as server:
+        model = _model(server, sleep, max_retries=2)
+        assert _on(loop_kind, model.achat(MESSAGES)).text == "fine"
+        server.add_failures([("close", None)])
+        assert _on(loop_kind, model.achat(MESSAGES)).text == "fine"  # the retry got through
+    stats = model.stats()
+    assert (stats["dropped_connections"], stats["timeouts"], stats["retries"]) == (1, 0, 1)
+
+
+def test_a_real_timeout_is_still_counted_as_a_timeout_on_the_runner_loop():
+    sleep = RecordedSleep()
+    with LocalOpenAIServer(failures=[("sleep", 1.0)]) as server:
+        model = _model(server, sleep, max_retries=1, timeout_s=0.2)
+        assert run_sync(model.achat(MESSAGES)).text
+    assert (model.timeouts, model.dropped_connections) == (1, 0)
 
 
 def test_a_server_lost_mid_run_fails_the_call_not_the_configuration():
@@ -313,9 +352,14 @@ def test_a_server_lost_mid_run_fails_the_call_not_the_configuration():
         model = _model(server, sleep, max_retries=2)
         assert asyncio.run(model.achat(MESSAGES)).text == "fine"
         server.add_failures([("close", None)] * 3)
-        with pytest.raises(ModelCallError, match="after 3 attempts") as raised:
+        with pytest.raises(ModelCallError, match="after 3 attempts: connection dropped") as raised:
             asyncio.run(model.achat(MESSAGES))
     assert not isinstance(raised.value, ModelConfigError)
+    base_url = server.base_url
+    with pytest.raises(ModelCallError, match="after 3 attempts: connection refused") as raised:
+        run_sync(model.achat(MESSAGES))  # the server is gone: retried, since it may be restarting
+    assert not isinstance(raised.value, ModelConfigError) and base_url in str(raised.value)
+    assert (model.dropped_connections, model.refused_connections, model.timeouts) == (3, 3, 0)
 
 
 def test_credentials_in_the_url_are_refused_and_never_echoed():
@@ -431,3 +475,34 @@ def test_a_client_that_fails_to_close_on_its_own_loop_leaves_no_unretrieved_task
     asyncio.run(close_and_settle())
     gc.collect()
     assert not unhandled, unhandled
+
+
+@pytest.mark.realmodel
+def test_llama_cpps_server_stopped_mid_run_fails_calls_then_stops_a_new_run_at_once():
+    """The real server (llama.cpp's own HTTP port): once stopped, a client that had reached it retries
+    and fails the call as refused (the server may be restarting), while a new client stops at once."""
+    pytest.importorskip("xllamacpp", reason="the embedded backend needs xllamacpp")
+    from conftest import small_model_file
+
+    from supersede_lib.models.gguf import EmbeddedGGUFModel
+
+    model_file = small_model_file()
+    if model_file is None:
+        pytest.skip("no small provisioned GGUF model")
+    served = EmbeddedGGUFModel(model_file, n_ctx=2048, n_threads=1)
+    base_url = served.serve()
+    model = OpenAIChatModel(model_file.stem, base_url=base_url, max_retries=1, backoff_base_s=0.001)
+    try:
+        assert isinstance(run_sync(model.achat(MESSAGES, max_tokens=4)).text, str)
+    finally:
+        served.close()
+        gc.collect()  # the listener stops with its server object
+    with pytest.raises(ModelCallError, match="after 2 attempts: connection refused") as raised:
+        run_sync(model.achat(MESSAGES, max_tokens=4))
+    assert not isinstance(raised.value, ModelConfigError)
+    assert (model.refused_connections, model.timeouts, model.dropped_connections) == (2, 0, 0)
+    fresh = OpenAIChatModel(model_file.stem, base_url=base_url, max_retries=6)
+    started = time.perf_counter()
+    with pytest.raises(ModelConfigError, match=f"cannot reach {base_url}: connection refused"):
+        run_sync(fresh.achat(MESSAGES, max_tokens=4))
+    assert time.perf_counter() - started < 5

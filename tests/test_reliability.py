@@ -225,3 +225,29 @@ def test_forty_questions_under_fire_finish_with_exactly_the_poisoned_one_failed(
     for path in second.paths.values():
         assert path.exists()
     assert (again["answer"] == frame.drop(index=[POISONED, *emptied])["answer"]).all()
+
+
+def test_a_dropped_connection_is_its_own_counted_kind_in_the_manifest(tmp_path, monkeypatch):
+    """On the runner's own loop (aiohttp, which reports a closed connection as a connect timeout), a
+    connection the server drops mid-run is retried and counted as dropped, not as a timeout."""
+    monkeypatch.delenv(NO_KEY_ENV, raising=False)
+    with LocalOpenAIServer(responder=city_responder) as server:
+        server.add_failures([("close", None)])
+        model = OpenAIChatModel(
+            "fake-model", base_url=server.base_url, api_key_env=NO_KEY_ENV, backoff_base_s=0.001
+        )
+        result = run_condition(
+            [make_episode(f"ep-{index}") for index in range(2)],
+            "full_context",
+            model,
+            RunSettings(concurrency=1),
+            output_dir=tmp_path,
+            run_name="dropped",
+            progress=False,
+        )
+    manifest = json.loads(result.paths["manifest"].read_text())
+    stats = manifest["model_stats"]
+    assert (stats["dropped_connections"], stats["timeouts"], stats["retries"]) == (1, 0, 1)
+    assert manifest["concurrency"]["timed_out_attempts"] == 0  # not taken for a queueing server
+    assert any("1 after a dropped connection" in warning for warning in manifest["warnings"])
+    assert not result.frame["failed"].any()

@@ -548,7 +548,7 @@ def test_missing_key_is_one_line_naming_the_variable(monkeypatch) -> None:
 
 
 def test_rejected_key_surfaces_from_run_condition_as_one_line(monkeypatch) -> None:
-    monkeypatch.setenv("SUPERSEDE_TEST_WRONG_KEY", "wrong")
+    monkeypatch.setenv("SUPERSEDE_TEST_WRONG_KEY", "wrong-key-0000")
     episodes = [make_episode(f"ep-{index}") for index in range(5)]
     with LocalOpenAIServer(api_key="right") as server:
         model = OpenAIChatModel(

@@ -134,3 +134,110 @@ def test_a_key_echoed_by_the_server_is_in_no_log_line_and_no_exception_text(
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "Incorrect API key provided: ***" in logged and PLANTED_KEY not in logged
     assert _files_holding(tmp_path, PLANTED_KEY) == [] and list(tmp_path.glob("*.log")) == []
+
+
+# --------------------------------------------------------------------------------------------
+# A secret in the URL is refused without being echoed; a key too short to redact is refused
+# --------------------------------------------------------------------------------------------
+URL_CANARY = "CanaryTok3nInTheUrl9f8e7d6c"  # a token-looking value: long, letters and digits mixed
+SECRET_URLS = {
+    "query": f"http://127.0.0.1:9/v1?key={URL_CANARY}",
+    "query of another name": f"http://127.0.0.1:9/v1?api-version=1&x={URL_CANARY}",
+    "path segment": f"http://127.0.0.1:9/{URL_CANARY}/v1",
+    "key-prefixed path segment": "http://127.0.0.1:9/v1/sk-cnry0",
+    "name=value path segment": f"http://127.0.0.1:9/v1;token={URL_CANARY}",
+    "fragment": f"http://127.0.0.1:9/v1#{URL_CANARY}",
+}
+CLEAN_URLS = [
+    "http://localhost:8000/v1",
+    "https://api.openai.com/v1/",
+    "https://openrouter.ai/api/v1",
+    "https://api.groq.com/openai/v1",
+    "https://example.azure.com/openai/deployments/gpt-4o-mini-2024-07-18",
+    "http://127.0.0.1:8080/models/Qwen2.5-1.5B-Instruct-GGUF/v1",
+    "http://10.0.0.5:8000/tenants/123e4567-e89b-12d3-a456-426614174000/v1",
+]
+
+
+@pytest.mark.parametrize("where", SECRET_URLS)
+def test_a_token_in_the_url_is_refused_without_echoing_it(where: str) -> None:
+    url = SECRET_URLS[where]
+    with pytest.raises(ModelConfigError) as caught:
+        OpenAIChatModel("m", base_url=url, api_key_env=KEY_ENV)
+    message = str(caught.value)
+    assert URL_CANARY not in message and "sk-cnry0" not in message and "\n" not in message
+    assert "http://127.0.0.1:9" in message and KEY_ENV in message  # where, and where the key goes instead
+    with pytest.raises(profiles.ProfileError) as refused:
+        profiles.validate_profile(
+            {"name": "x", "model": {"backend": "openai", "model": "m", "base_url": url}}, "c.yaml"
+        )
+    assert "c.yaml: model: base_url" in str(refused.value) and URL_CANARY not in str(refused.value)
+
+
+@pytest.mark.parametrize("url", CLEAN_URLS)
+def test_ordinary_base_urls_are_accepted(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    assert OpenAIChatModel("m", base_url=url, api_key_env=KEY_ENV).base_url == url
+
+
+@pytest.mark.parametrize("short_key", ["k", "wrong", "sk-1234"])
+def test_a_key_too_short_to_redact_is_refused_naming_the_variable_not_the_value(
+    short_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, short_key)
+    with pytest.raises(ModelConfigError) as caught:
+        OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
+    message = str(caught.value)
+    assert KEY_ENV in message and f"{len(short_key)} characters" in message
+    assert f" {short_key} " not in f" {message} " and "'" + short_key not in message
+
+
+def test_a_diagnose_run_writes_no_canary_anywhere(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The canary sweep: a URL holding a canary (every token-looking place) and a key too short to
+    redact are refused before anything runs; a run with a canary key that the server echoes in an error
+    body completes. Every file under --out (results, cache, manifests, CSV, trajectories, summary, page),
+    every file the run touched in the repository, the terminal and every log record hold 0 canaries."""
+    import logging
+    import time
+
+    from supersede_lib.cli import diagnose
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", profiles.OUTPUT_ROOT)  # diagnose sets it for its process
+    started = time.time()
+    short_canary = "cnry7"  # 5 characters
+    arguments = ["--model", "fake-model", "--n", "2", "--difficulty", "easy", "--out", str(tmp_path)]
+    with caplog.at_level(logging.DEBUG):
+        for url in SECRET_URLS.values():
+            assert diagnose.main(["--base-url", url, *arguments, "--api-key-env", KEY_ENV]) == 2
+        with LocalOpenAIServer(failures=[("echo_key", 400)]) as server:
+            monkeypatch.setenv(KEY_ENV, short_canary)
+            assert diagnose.main(["--base-url", server.base_url, *arguments, "--api-key-env", KEY_ENV]) == 2
+            monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+            assert diagnose.main(["--base-url", server.base_url, *arguments, "--api-key-env", KEY_ENV]) in (
+                0,
+                1,
+            )
+            assert server.request_count > 0
+    terminal = capfd.readouterr()
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert {".csv", ".jsonl", ".json", ".md"} <= {path.suffix for path in written}  # the run wrote its files
+    touched = [
+        path
+        for path in profiles.REPO_ROOT.rglob("*")
+        if ".git" not in path.parts and path.is_file() and path.stat().st_mtime >= started
+    ]
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "Incorrect API key provided: ***" in (terminal.out + terminal.err + logged + _all_text(written))
+    for canary in (PLANTED_KEY, URL_CANARY, "sk-cnry0", short_canary):
+        assert _files_holding(tmp_path, canary) == []
+        assert [str(path) for path in touched if canary in _all_text([path])] == []
+        assert canary not in terminal.out and canary not in terminal.err and canary not in logged
+
+
+def _all_text(paths: list[Path]) -> str:
+    return "\n".join(path.read_bytes().decode("utf-8", errors="replace") for path in paths)

@@ -9,8 +9,9 @@ reason, the server answered garbage or rejected this one request; a runner fails
 alone), `ContextOverflowError` (this prompt does not fit the model).
 
 Model text is cleaned where a `ChatResult` is built (lone UTF-16 surrogates become U+FFFD), so a
-broken reply can never poison the next request or the cache, and URL credentials are redacted
-from every one-line error message.
+broken reply can never poison the next request or the cache. Secrets stay in the process: a URL
+part that may hold one is refused (`url_secret_problem`), a key too short to redact is refused
+(`check_secret`), and every key read is redacted from whatever is stored or shown.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import gc
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
 
 from supersede_lib.agent.messages import Message  # defined in the agent core; re-exported here
 
@@ -102,18 +104,90 @@ def clean_model_text(text: str | None) -> str:
 
 # secret values in use in this process (API keys as read): redacted from anything written or shown
 _SECRETS: set[str] = set()
-MIN_SECRET_CHARS = 8  # shorter values (placeholders such as "local") would redact ordinary words
+# A shorter key cannot be redacted: hiding "wrong" or "local" from every stored text would blank
+# ordinary words in model replies. Such keys are refused where they are read (`check_secret`).
+MIN_SECRET_CHARS = 8
+
+
+def check_secret(value: str, source: str) -> str:
+    """`value` (a key read from `source`, e.g. an environment variable's name), remembered so that
+    `redact_credentials` hides it; `ValueError` naming `source` and the length, never the value, when
+    it is too short to be redacted safely."""
+    value = value.strip()
+    if len(value) < MIN_SECRET_CHARS:
+        raise ValueError(
+            f"{source} holds a key of {len(value)} characters: keys shorter than {MIN_SECRET_CHARS} are "
+            "refused, since hiding them from what a run writes would blank ordinary words; use a longer "
+            "key, or for a local server that needs none, unset it (a placeholder is sent)"
+        )
+    _SECRETS.add(value)
+    return value
 
 
 def register_secret(value: str | None) -> None:
-    """Remember a secret (an API key as read from the environment) so `redact_credentials` hides it."""
+    """Remember a secret so `redact_credentials` hides it (values under `MIN_SECRET_CHARS` are ignored:
+    callers that read keys use `check_secret`, which refuses them)."""
     if value and len(value.strip()) >= MIN_SECRET_CHARS:
         _SECRETS.add(value.strip())
 
 
-def has_url_credentials(url: str | None) -> bool:
-    """Whether a URL carries `user:password@` (httpx would send them as Basic auth, not the key)."""
-    return bool(url) and bool(_URL_CREDENTIALS.search(url))
+# A path segment that reads as a key: a known key prefix, a `name=value` pair, or a long run of letters
+# and digits mixed (random tokens have one; model and deployment names break theirs with - . _).
+_KEY_PREFIXES = re.compile(
+    r"^(sk|pk|rk|gsk|xai|hf|ghp|gho|ghs|github_pat|glpat|key|token|apikey|api-key|api_key|bearer)[-_]"
+    r"|^(AIza|eyJ)",
+    re.IGNORECASE,
+)
+_MIXED_RUN = re.compile(r"(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{16,}")
+
+
+def _looks_like_a_token(segment: str) -> bool:
+    text = unquote(segment)
+    return bool(_KEY_PREFIXES.search(text) or "=" in text or _MIXED_RUN.search(text))
+
+
+def url_secret_problem(url: str | None, key_source: str = "the variable named by api_key_env") -> str | None:
+    """Why `url` cannot be a base_url because a part of it may hold a secret, in one line that never
+    quotes that part; None for a clean URL.
+
+    Refused rather than redacted: the URL also reaches the HTTP libraries (their logs, exception texts,
+    a proxy's access log), where nothing here can hide it, while the key in `api_key_env` travels as a
+    header they never print. A query or fragment is refused whatever it holds: the OpenAI SDK appends
+    `/chat/completions` after it (`/v1?key=...` becomes `/v1/?key=...chat/completions`).
+    """
+    if not url:
+        return None
+    where = f"put the key in {key_source} (sent as a Bearer token, never written)"
+    if _URL_CREDENTIALS.search(url):
+        return (
+            "base_url carries credentials (user:password@): httpx would send them as Basic auth instead "
+            f"of the API key; remove them and {where}"
+        )
+    parts = urlsplit(url)
+    if parts.query or url.split("#")[0].endswith("?"):
+        return (
+            "base_url has a query string (?...), which may hold a key and cannot be joined with "
+            f"/chat/completions; remove it and {where}"
+        )
+    if parts.fragment or "#" in url:
+        return (
+            f"base_url has a fragment (#...), which may hold a key and is never sent; remove it and {where}"
+        )
+    for position, segment in enumerate(parts.path.split("/")[1:], start=1):
+        if _looks_like_a_token(segment):
+            return (
+                f"base_url path segment {position} looks like a key or token (a key prefix, a name=value "
+                f"pair or a long run of mixed letters and digits); remove it and {where}"
+            )
+    return None
+
+
+def url_origin(url: str) -> str:
+    """`scheme://host:port` of `url`, the part of a refused URL that is safe to show (any user:password
+    shown as `***@`; path, query and fragment left out)."""
+    parts = urlsplit(url)
+    userinfo = "***@" if "@" in parts.netloc else ""
+    return f"{parts.scheme}://{userinfo}{parts.netloc.rpartition('@')[2]}"
 
 
 def redact_credentials(text: str) -> str:

@@ -9,11 +9,13 @@ per-token price table used to estimate a run's cost.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
 import random
 import re
+import socket
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -33,10 +35,11 @@ from supersede_lib.models.chat import (
     ModelConfigError,
     ModelError,
     RequestRejectedError,
-    has_url_credentials,
+    check_secret,
     one_line,
     redact_credentials,
-    register_secret,
+    url_origin,
+    url_secret_problem,
 )
 from supersede_lib.models.rate_limit import report_rate_limited, report_success, report_timeout
 
@@ -126,9 +129,11 @@ class OpenAIChatModel:
     to the runner's adaptive concurrency limit (`rate_limit`). Not retried: 401, 403, 404
     (`ModelConfigError`: a setting is wrong for every call), 400/422 (`RequestRejectedError`, or
     `ContextOverflowError` for a prompt that is too long: this one request fails) and a request
-    that cannot be encoded. Running out of retries raises `ModelCallError`, except for a server
-    never reached at all (`ModelConfigError`: check the URL). The SDK's own retries are off so
-    every attempt is visible here.
+    that cannot be encoded. A server that has never answered and refuses the connection (or whose
+    host is unknown) raises `ModelConfigError` at once: retrying would only delay that line.
+    Running out of retries raises `ModelCallError`. Timeouts, dropped and refused connections are
+    counted apart (`stats`), from the error's causes (`connection_failure`). The SDK's own retries
+    are off so every attempt is visible here.
 
     Reasoning models get `max_completion_tokens = max(max_tokens, reasoning_token_floor)` so
     their hidden reasoning cannot spend the whole budget. A name means an OpenAI model only on
@@ -142,8 +147,9 @@ class OpenAIChatModel:
 
     The API key is read from `api_key_env` when the model is built. A missing key is an error,
     except for a `base_url` on localhost/127.0.0.1, where a placeholder key is sent (local
-    servers ignore it). Credentials written into `base_url` (user:password@) are redacted from
-    every message and statistic.
+    servers ignore it); a key too short to redact is refused (`models.chat.check_secret`). A
+    `base_url` with a part that may hold a secret (user:password@, a query, a fragment, a path
+    segment that reads as a key) is refused without repeating it (`models.chat.url_secret_problem`).
     """
 
     def __init__(
@@ -167,12 +173,9 @@ class OpenAIChatModel:
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if has_url_credentials(base_url):
-            raise ModelConfigError(
-                f"base_url {redact_credentials(base_url or '')} carries credentials (user:password@): they would be "
-                f"sent as Basic auth instead of the API key. Remove them and put the key in {api_key_env} "
-                "(it is always sent as 'Authorization: Bearer <key>')"
-            )
+        problem = url_secret_problem(base_url, key_source=api_key_env)
+        if problem:  # the URL is named by its origin only: the refused part is never shown
+            raise ModelConfigError(f"{problem} (base_url at {url_origin(base_url or '')})")
         self.model = model
         self.name = name or model
         self.base_url = base_url
@@ -208,6 +211,8 @@ class OpenAIChatModel:
         self.cut_replies = 0
         self.empty_replies = 0
         self.timeouts = 0
+        self.dropped_connections = 0
+        self.refused_connections = 0
         self.cached_prompt_tokens = 0  # prompt tokens the server reported served from its prompt cache
         self.served_models: dict[str, int] = {}  # the responses' `model`: what actually served the calls
         self.system_fingerprints: set[str] = set()
@@ -240,8 +245,10 @@ class OpenAIChatModel:
     def _read_api_key(self) -> str:
         key = os.environ.get(self.api_key_env, "").strip()
         if key:
-            register_secret(key)  # never written: every stored text is redacted of it
-            return key
+            try:  # never written: every stored text is redacted of it
+                return check_secret(key, self.api_key_env)
+            except ValueError as error:
+                raise ModelConfigError(str(error)) from None
         if is_local_url(self.base_url):
             return LOCAL_PLACEHOLDER_KEY
         raise ModelConfigError(
@@ -369,14 +376,11 @@ class OpenAIChatModel:
             raise ModelCallError(
                 f"request to {self.model!r} at {self.endpoint} cannot be encoded: {one_line(error)}"
             ) from error
-        if isinstance(error, openai.APITimeoutError):  # a queueing server pushes back with time
-            self.timeouts += 1
-            report_timeout()
-            return True
+        if isinstance(error, openai.APIConnectionError):  # APITimeoutError is one too
+            return self._connection_failed(error)
         if isinstance(
             error,
-            openai.APIConnectionError
-            | _MalformedResponse
+            _MalformedResponse
             | openai.APIResponseValidationError
             | json.JSONDecodeError,  # a 200 whose body is not JSON
         ):
@@ -392,6 +396,25 @@ class OpenAIChatModel:
             # the message keeps its (redacted) detail
             raise self._status_error(error) from None
         return False
+
+    def _connection_failed(self, error: openai.APIConnectionError) -> bool:
+        """Count a connection-level failure by what happened, from the causes under the SDK's error
+        (`connection_failure`); retryable, except a server never reached that cannot be: the run stops
+        at once, since retrying a refused port or an unknown host only delays that one line."""
+        kind = connection_failure(error)
+        if kind in UNREACHABLE_REASONS and not self._reached:
+            raise ModelConfigError(
+                f"cannot reach {self.endpoint}: {UNREACHABLE_REASONS[kind]}: check that the server is running "
+                "and that base_url has the right host, port and /v1"
+            ) from None
+        if kind in UNREACHABLE_REASONS:  # it answered before: stopped, or restarting
+            self.refused_connections += 1
+        elif kind == DROPPED:
+            self.dropped_connections += 1
+        elif isinstance(error, openai.APITimeoutError):  # a queueing server pushes back with time
+            self.timeouts += 1
+            report_timeout()
+        return True
 
     def _status_error(self, error: Any) -> ModelError:
         status = error.status_code
@@ -415,17 +438,18 @@ class OpenAIChatModel:
 
     def _exhausted_error(self, error: BaseException | None) -> ModelError:
         attempts = self.max_retries + 1
-        lost_connection = isinstance(error, openai.APIConnectionError) and not isinstance(
-            error, openai.APITimeoutError
-        )
-        if lost_connection and not self._reached:
+        kind = connection_failure(error) if error is not None else None
+        timed_out = isinstance(error, openai.APITimeoutError) and kind is None
+        if isinstance(error, openai.APIConnectionError) and not timed_out and not self._reached:
+            # something on that port closes every connection, or speaks no HTTP (TLS to a plain port)
             return ModelConfigError(
-                f"cannot reach {self.endpoint} after {attempts} attempts ({one_line(error)}): "
-                "check that the server is running and that base_url has the right host, port and /v1"
+                f"cannot reach {self.endpoint} after {attempts} attempts ({one_line(error)}): check that an "
+                "OpenAI-compatible server listens there and that base_url has the right scheme, host, port and /v1"
             )
+        what = FAILURE_NAMES.get(kind or "", type(error).__name__)
         return ModelCallError(
             f"{self.model!r} at {self.endpoint} still failing after {attempts} attempts: "
-            f"{type(error).__name__}: {one_line(error)}"
+            f"{what}: {one_line(error)}"
         )
 
     def stats(self) -> dict[str, Any]:
@@ -441,7 +465,9 @@ class OpenAIChatModel:
             "completion_tokens": self.completion_tokens,
             "cut_replies": self.cut_replies,
             "empty_replies": self.empty_replies,
-            "timeouts": self.timeouts,
+            "timeouts": self.timeouts,  # attempts that ran out of time (not a refused or dropped connection)
+            "dropped_connections": self.dropped_connections,  # closed or reset before the whole reply came
+            "refused_connections": self.refused_connections,  # refused after the server had answered
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "served_models": dict(self.served_models),
             "system_fingerprints": sorted(self.system_fingerprints),
@@ -493,6 +519,48 @@ def _get_json(url: str, headers: dict[str, str]) -> Any:
     except (httpx.HTTPError, ValueError) as error:
         logger.debug("GET %s: %s", redact_credentials(url), one_line(error))
         return None
+
+
+DROPPED = "dropped"
+# what a server that cannot be reached at all means, by kind (the run stops with this)
+UNREACHABLE_REASONS = {
+    "refused": "connection refused (nothing listens on that port)",
+    "no_such_host": "host name not found (DNS lookup failed)",
+    "no_route": "no route to the host",
+}
+FAILURE_NAMES = {DROPPED: "connection dropped by the server", "refused": "connection refused"}
+_NO_ROUTE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH})
+# matched by class name: the SDK vendors its own httpx and httpcore (`httpx2`, `httpcore2`) and aiohttp
+# is optional, so there is no one class to import for "the server closed the connection"
+_DROPPED_ERROR_NAMES = frozenset(
+    {"ServerDisconnectedError", "RemoteProtocolError", "ReadError", "WriteError", "ClientPayloadError"}
+)
+
+
+def connection_failure(error: BaseException) -> str | None:
+    """What a connection-level error was, read from its chain of causes: "refused", "no_such_host",
+    "no_route" (the server cannot be reached), `DROPPED` (closed or reset mid-request), or None (a
+    timeout, or anything else).
+
+    The SDK's class cannot be trusted: its aiohttp transport (the runner's long-lived loop) maps every
+    aiohttp connection error, a refused connection and a closed one included, to a connect timeout.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, socket.gaierror):
+            return "no_such_host"
+        if isinstance(cause, ConnectionRefusedError):
+            return "refused"
+        if isinstance(cause, OSError) and cause.errno in _NO_ROUTE_ERRNOS:
+            return "no_route"
+        if isinstance(cause, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
+            return DROPPED
+        if type(cause).__name__ in _DROPPED_ERROR_NAMES:
+            return DROPPED
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _retry_after_seconds(error: BaseException | None) -> float | None:
