@@ -13,6 +13,7 @@ import atexit
 import copy
 import os
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -39,6 +40,7 @@ from supersede_lib.eval.runner import DEFAULT_CONCURRENCY, RunSettings
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, url_secret_problem
 from supersede_lib.models.local_server import LocalOpenAIServer
+from supersede_lib.models.numbers import check_integers
 from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.models.spec import check_model_spec, make_chat_model
 from supersede_lib.train.config import (
@@ -57,8 +59,27 @@ PROFILES = ("smoke", "offline", "local", "paper", "colab", "cpu_proof", "cpu_pro
 Count = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
 Budget = Annotated[int, Strict(), Field(ge=1, le=100_000)]  # characters of notes: the paper's is 300
 Concurrency = Annotated[int, Strict(), Field(ge=1, le=256)]  # questions in flight at once
-PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # a profile name is a folder under outputs/
+# a profile name is a folder under outputs/: matched in full (fullmatch), so no trailing newline gets in
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 Seed = Annotated[int, Strict(), Field(ge=0)]
+TokenCap = Annotated[int, Strict(), Field(ge=1, le=4096)]  # a reply's max_tokens
+
+
+def _inside_repository(path: str) -> str:
+    """A path the runs write (a cache, recorded replies), refused unless it stays inside the repository.
+
+    Read like every profile path, against the repository (absolute paths as they are), and checked
+    without following links: `../outside/cache.sqlite` would otherwise create folders anywhere."""
+    resolved = Path(os.path.normpath(REPO_ROOT / Path(path).expanduser()))
+    if not resolved.is_relative_to(REPO_ROOT):
+        raise ValueError(
+            f"{path!r} lies outside the repository ({REPO_ROOT}); the runs write there: "
+            "name a path inside it (relative paths are the repository's, e.g. outputs/<name>/cache.sqlite)"
+        )
+    return path
+
+
+RepositoryPath = Annotated[str, AfterValidator(_inside_repository)]
 
 
 def _checked_model_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -72,6 +93,11 @@ def _checked_model_spec(spec: dict[str, Any]) -> dict[str, Any]:
         check_model_spec(spec)
     except ValueError as error:
         raise PydanticCustomError("model_spec", str(error)) from None
+    if spec.get("cache_path") is not None:
+        try:
+            _inside_repository(str(spec["cache_path"]))
+        except ValueError as error:
+            raise PydanticCustomError("model_spec", f"cache_path: {error}") from None
     return spec
 
 
@@ -95,10 +121,18 @@ class _Block(BaseModel):
 
 
 class IsolationBlock(_Block):
-    """02: full context vs bounded memory on these episodes."""
+    """02: full context vs bounded memory on these episodes; the token caps, when set, replace the
+    runner's (`diagnose --max-tokens-notes / --max-tokens-answer`)."""
 
     episodes: EpisodeSpec
     notes_budget_chars: Budget = BLOCK_BUDGET
+    max_tokens_notes: TokenCap | None = None
+    max_tokens_answer: TokenCap | None = None
+
+    def token_caps(self) -> dict[str, int]:
+        """The caps this block sets, as `RunSettings` changes (none: the runner's defaults)."""
+        caps = {"max_tokens_notes": self.max_tokens_notes, "max_tokens_answer": self.max_tokens_answer}
+        return {key: value for key, value in caps.items() if value is not None}
 
 
 class FrontierBlock(_Block):
@@ -137,6 +171,7 @@ def _check_training_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ValueError(f"unknown TrainingConfig field(s) {', '.join(unknown)}")
+    check_integers(overrides, _TRAINING_INTEGERS)
     if "reward" in overrides:
         raise ValueError(
             "reward: chosen by training.rewards (e.g. rewards: [sparse, memory]) or an arm's reward, "
@@ -146,6 +181,9 @@ def _check_training_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return overrides
 
 
+_TRAINING_INTEGERS = frozenset(
+    item.name for item in fields(TrainingConfig) if item.type in ("int", "int | None")
+)
 ArmName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+-]*$")]
 
 
@@ -226,8 +264,8 @@ class EvaluationSet(_Block):
     # another agent than the training's (e.g. the format-controlled base: `v12_line_edits_repaired`)
     prompt_variant: str | None = None
     # this set's token caps instead of the block's (a hard set whose answers must not be cut)
-    max_tokens_notes: Annotated[int, Field(ge=1, le=4096)] | None = None
-    max_tokens_answer: Annotated[int, Field(ge=1, le=4096)] | None = None
+    max_tokens_notes: TokenCap | None = None
+    max_tokens_answer: TokenCap | None = None
 
     @property
     def real_records(self) -> bool:
@@ -301,11 +339,12 @@ class Profile(_Block):
     prompt_variant: str = (
         DEFAULT_ROLLOUT.prompt_variant
     )  # how every study's agent is asked (prompts.PROMPT_VARIANTS)
-    cache_path: str | None = None
+    cache_path: RepositoryPath | None = None
     # a response cache found damaged mid-run: "stop" (name the file and the way out) or
     # "run_uncached" (finish without it; the manifest warns and counts the calls as misses)
     cache_on_damage: Literal["stop", "run_uncached"] = "stop"
-    recorded_responses: str | None = None  # repository-relative .jsonl.gz of the profile's model replies
+    # the profile's model replies, committed (.jsonl.gz); like cache_path, inside the repository
+    recorded_responses: RepositoryPath | None = None
     preregistration: PreregistrationBlock | None = None  # decided before the runs it governs
     overview: OverviewBlock = OverviewBlock()
     isolation: IsolationBlock | None = None
@@ -320,7 +359,7 @@ class Profile(_Block):
     @field_validator("name")
     @classmethod
     def _plain_name(cls, name: str) -> str:
-        if not PLAIN_NAME.match(name):
+        if not PLAIN_NAME.fullmatch(name):
             raise ValueError(
                 "must be a plain name (letters, digits, '-' and '_'; it names the folder outputs/<name>/)"
             )
@@ -502,16 +541,18 @@ def output_dir(profile: Profile, notebook: str) -> Path:
     return path
 
 
-def cache_path(profile: Profile, root: Path | None = None) -> Path:
+def cache_path(profile: Profile, root: Path | None = None, *, create: bool = True) -> Path:
     """The profile's persistent response cache (a re-run of a finished study is free), under `root`
-    (default `OUTPUT_ROOT`) unless the profile names its own.
+    (default `OUTPUT_ROOT`) unless the profile names its own; its folder made unless `create` is False
+    (a look that must write nothing, such as an estimate).
 
     A relative `cache_path:` is the repository's, like every path in a profile: notebooks run in
     notebooks/, and a path read against the working directory would be another cache there.
     """
     path = REPO_ROOT / Path(profile.cache_path).expanduser() if profile.cache_path else None
     path = path or (root or OUTPUT_ROOT) / profile.name / "cache" / "responses.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 

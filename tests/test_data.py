@@ -412,6 +412,49 @@ def test_undecodable_bytes_name_the_file(tmp_path: Path, encoded: Any) -> None:
     assert str(path) in message and "UTF-8" in message and "byte" in message
 
 
+def test_a_text_field_above_the_stated_size_is_refused_naming_file_record_and_field(tmp_path: Path) -> None:
+    records = _oracle_records()
+    records[2]["haystack_sessions"][0][0]["content"] = "x" * (data.MAX_TEXT_CHARS + 1)
+    path = tmp_path / "longmemeval_oracle.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(LongMemEvalFormatError) as raised:
+        load_longmemeval(local_path=path)
+    message = str(raised.value)
+    assert str(path) in message and "record 2" in message and "question_id='fx_5k_curr'" in message
+    assert "field 'haystack_sessions[0][0].content'" in message and f"{data.MAX_TEXT_CHARS:,}" in message
+
+
+def test_a_record_above_the_stated_size_is_refused_at_the_field_that_crosses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(data, "MAX_RECORD_CHARS", 2_000)
+    records = _oracle_records()
+    turns = records[0]["haystack_sessions"][0]
+    turns.extend({"role": "user", "content": "y" * 900} for _ in range(3))
+    path = tmp_path / "longmemeval_oracle.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(
+        LongMemEvalFormatError, match=r"record 0 .*haystack_sessions\[0\]\[\d+\]\.content.*2,000"
+    ):
+        load_longmemeval(local_path=path)
+
+
+def test_a_file_without_the_question_type_names_the_file_and_what_it_holds(tmp_path: Path) -> None:
+    records = [record for record in _oracle_records() if record["question_type"] != "knowledge-update"]
+    path = tmp_path / "longmemeval_oracle.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(data.NoQuestionsError) as raised:
+        load_longmemeval(local_path=path)
+    message = str(raised.value)
+    assert str(path) in message and "no knowledge-update questions" in message
+    assert f"among its {len(records)} records" in message and "single-session-user" in message
+    (tmp_path / "empty.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(
+        data.NoQuestionsError, match="empty.json: no knowledge-update questions: the file holds no records"
+    ):
+        load_longmemeval(local_path=tmp_path / "empty.json")
+
+
 def test_question_type_typo_lists_the_allowed_types() -> None:
     with pytest.raises(ValueError) as raised:
         load_longmemeval(local_path=ORACLE_FIXTURE, question_type="knowledge_update")
@@ -613,7 +656,8 @@ def test_real_s_knowledge_update_record_has_39_sessions_in_date_order() -> None:
 
 def test_real_non_knowledge_update_samples_are_filtered_by_default(tmp_path: Path) -> None:
     s_path = _real_sample("lme_s_sample.json")
-    assert load_longmemeval(split="s", local_path=s_path) == []
+    with pytest.raises(data.NoQuestionsError, match="no knowledge-update questions among its 1 records"):
+        load_longmemeval(split="s", local_path=s_path)  # a study on it would measure nothing
     (s_item,) = load_longmemeval(split="s", local_path=s_path, question_type=None)
     assert s_item.question_type == "single-session-user" and len(s_item.sessions) == 53
     # this sample holds one bare record (a JSON object, not the upstream list): the loader says so
@@ -625,7 +669,8 @@ def test_real_non_knowledge_update_samples_are_filtered_by_default(tmp_path: Pat
     assert oracle_item.question_type == "temporal-reasoning"
     as_list = tmp_path / "longmemeval_oracle.json"
     as_list.write_text(json.dumps([record]), encoding="utf-8")
-    assert load_longmemeval(local_path=as_list) == []
+    with pytest.raises(data.NoQuestionsError, match="1 temporal-reasoning"):
+        load_longmemeval(local_path=as_list)
     assert [item.episode_id for item in load_longmemeval(local_path=as_list, question_type=None)] == [
         "gpt4_2655b836"
     ]

@@ -110,3 +110,17 @@ def test_make_model_with_cache_path_wraps_in_cache(tmp_path):
         asyncio.run(model.achat(MESSAGES))
     assert server.request_count == 1
     assert model.cache.hits == 1 and model.cache.misses == 1
+
+
+@pytest.mark.parametrize(
+    "key_and_value",
+    [("max_retries", 2.5), ("max_retries", 2.0), ("reasoning_token_floor", 4096.0), ("max_retries", True)],
+)
+def test_a_count_given_as_a_float_is_refused_naming_the_key_before_any_call(key_and_value) -> None:
+    key, value = key_and_value
+    options = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", key: value}
+    with pytest.raises(ValueError, match=f"^{key} must be an integer .*got {value!r}"):
+        spec.check_model_spec(options)
+    with pytest.raises(ValueError, match=f"^{key} must be an integer"):
+        make_chat_model(options)  # built from code, not a profile: refused the same way
+    assert spec.INTEGER_KEYS <= set(spec.NUMBER_BOUNDS)

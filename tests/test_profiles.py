@@ -70,7 +70,8 @@ def test_profile_is_frozen_and_overrides_merge_before_validation() -> None:
 def test_unknown_key_in_a_block_names_it_and_what_is_allowed(tmp_path: Path) -> None:
     message = _error(tmp_path, MINIMAL + "isolation:\n  episodes: {n: 2}\n  notes_budget_char: 50\n")
     assert message.endswith(
-        "typo.yaml: isolation.notes_budget_char: unknown key (allowed: episodes, notes_budget_chars)"
+        "typo.yaml: isolation.notes_budget_char: unknown key "
+        "(allowed: episodes, notes_budget_chars, max_tokens_notes, max_tokens_answer)"
     )
 
 
@@ -150,9 +151,9 @@ def test_recorded_responses_are_replayed_on_a_fresh_cache_and_live_calls_can_be_
 ) -> None:
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path / "outputs")
     monkeypatch.setattr(profiles, "_imported_recordings", set())
-    recorded = tmp_path / "recorded.jsonl.gz"
+    monkeypatch.setattr(profiles, "REPO_ROOT", tmp_path)  # a profile's paths stay inside the repository
     path = tmp_path / "rec.yaml"
-    path.write_text(MINIMAL + f"recorded_responses: {recorded}\n")
+    path.write_text(MINIMAL + "recorded_responses: recorded.jsonl.gz\n")
     profile = load_profile(path)
     messages = [{"role": "user", "content": "hello"}]
 
@@ -198,6 +199,35 @@ BAD_PROFILES = [
         },
         "frontier.models[0]: max_retries must be a number",
     ),
+    ({"name": "evil\n"}, "name: must be a plain name"),  # `$` would let the newline into outputs/
+    (
+        {"model": {"backend": "openai", "model": "m", "max_retries": 2.5}},
+        "model: max_retries must be an integer",
+    ),
+    ({"model": {"backend": "embedded", "n_ctx": 4096.0}}, "model: n_ctx must be an integer"),
+    ({"training": {"preset": "smoke", "overrides": {"max_steps": 2.5}}}, "max_steps must be an integer"),
+    (
+        {"training": {"preset": "smoke", "arms": [{"name": "a", "overrides": {"num_generations": 4.0}}]}},
+        "num_generations must be an integer",
+    ),
+    (
+        {"transfer": {"evaluations": [{"name": "e", "episodes": {"n": 2}, "max_tokens_answer": 64.0}]}},
+        "transfer.evaluations[0].max_tokens_answer: must be an integer",
+    ),
+    (
+        {"isolation": {"episodes": {"n": 2}, "max_tokens_notes": 100.5}},
+        "isolation.max_tokens_notes: must be an integer",
+    ),
+    ({"cache_path": "../outside/c.sqlite"}, "cache_path: '../outside/c.sqlite' lies outside the repository"),
+    ({"cache_path": "/tmp/elsewhere/c.sqlite"}, "cache_path: '/tmp/elsewhere/c.sqlite' lies outside"),
+    (
+        {"recorded_responses": "outputs/../../outside/r.jsonl.gz"},
+        "recorded_responses: 'outputs/../../outside/r.jsonl.gz' lies outside the repository",
+    ),
+    (
+        {"model": {"backend": "openai", "model": "m", "cache_path": "../outside/c.db"}},
+        "model: cache_path: '../outside/c.db' lies outside the repository",
+    ),
 ]
 
 
@@ -214,8 +244,19 @@ def test_a_relative_cache_path_is_the_repositorys_wherever_the_run_starts(
     monkeypatch.chdir(tmp_path)  # notebooks run in notebooks/: the path must not follow the cwd
     profile = profiles.validate_profile({**BASE_PROFILE, "cache_path": ".replay/test-cache/r.sqlite"}, "<t>")
     assert profiles.cache_path(profile) == profiles.REPO_ROOT / ".replay" / "test-cache" / "r.sqlite"
-    absolute = profiles.validate_profile({**BASE_PROFILE, "cache_path": str(tmp_path / "a.sqlite")}, "<t>")
-    assert profiles.cache_path(absolute) == tmp_path / "a.sqlite"
+    inside = profiles.REPO_ROOT / ".replay" / "test-cache" / "a.sqlite"
+    absolute = profiles.validate_profile({**BASE_PROFILE, "cache_path": str(inside)}, "<t>")
+    assert profiles.cache_path(absolute, create=False) == inside
+
+
+def test_a_path_outside_the_repository_is_refused_before_any_folder_is_made(tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "cache" / "r.sqlite"
+    for key in ("cache_path", "recorded_responses"):
+        with pytest.raises(
+            profiles.ProfileError, match=f"^configs/x.yaml: {key}: .* lies outside the repository"
+        ):
+            profiles.validate_profile({**BASE_PROFILE, key: str(outside)}, "configs/x.yaml")
+    assert not (tmp_path / "outside").exists()
 
 
 def test_a_profile_builds_each_runs_settings_in_one_place() -> None:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from supersede_lib import profiles
-from supersede_lib.agent.settings import DEFAULT_ROLLOUT
+from supersede_lib.agent.settings import DEFAULT_MAX_TOKENS_ANSWER, DEFAULT_ROLLOUT
+from supersede_lib.data.longmemeval import DataUnavailableError
 from supersede_lib.eval.run_files import now_utc
 from supersede_lib.models.chat import ModelError
 from supersede_lib.results.headings import NOTEBOOK_ISOLATION
@@ -63,34 +64,70 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})"
     )
     parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds one call may take before it is retried (default 120)",
+    )
+    parser.add_argument(
+        "--max-tokens-notes",
+        type=int,
+        default=None,
+        help="token cap of a notes reply (default: about B/3 plus a margin); raise it when notes are cut",
+    )
+    parser.add_argument(
+        "--max-tokens-answer",
+        type=int,
+        default=None,
+        help=f"token cap of an answer (default {DEFAULT_MAX_TOKENS_ANSWER}); raise it when answers are cut",
+    )
+    parser.add_argument(
         "--seconds-per-call",
         type=float,
         default=None,
-        help="seconds one call takes, for the time estimate (default: assumed, 5 local, 2 remote)",
+        help="seconds one call takes, for the time estimate (default: measured, from the response cache "
+        "or one timed call before the run)",
     )
-    parser.add_argument("--estimate-only", action="store_true", help="print the estimate and make no call")
+    parser.add_argument(
+        "--estimate-only",
+        action="store_true",
+        help="print the estimate and make no call (time: the cache's, else assumed)",
+    )
     return parser
+
+
+def _profile(args: argparse.Namespace) -> profiles.Profile:
+    return diagnosis.diagnosis_profile(
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        episodes=diagnosis.episodes_block(args.data, args.n, args.difficulty),
+        notes_budget_chars=args.budget,
+        concurrency=args.concurrency,
+        timeout_s=args.timeout,
+        max_tokens_notes=args.max_tokens_notes,
+        max_tokens_answer=args.max_tokens_answer,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    profiles.OUTPUT_ROOT = args.out  # this process's results folder (the studies write under it)
     try:
-        profile = diagnosis.diagnosis_profile(
-            base_url=args.base_url,
-            model=args.model,
-            api_key_env=args.api_key_env,
-            episodes=diagnosis.episodes_block(args.data, args.n, args.difficulty),
-            notes_budget_chars=args.budget,
-            concurrency=args.concurrency,
-        )
+        profile = _profile(args)
         planned = diagnosis.estimate(profile, args.seconds_per_call)
-    except (profiles.ProfileError, ValueError) as error:
+    except (profiles.ProfileError, ValueError, DataUnavailableError) as error:
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
+    try:
+        if args.seconds_per_call is None:  # the cache's latencies; a run also times one real call
+            planned = diagnosis.measured(planned, profile, probe=not args.estimate_only)
+    except ModelError as error:
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
     print(f"estimate: {planned.line()}")
     if args.estimate_only:
         return 0
-    profiles.OUTPUT_ROOT = args.out  # this process's results folder (the studies write under it)
     return run_and_report(profile, planned)
 
 

@@ -77,9 +77,26 @@ class EpisodeSpec(BaseModel):
         return label
 
 
+def _as_spec(spec: EpisodeSpec | Mapping[str, Any]) -> EpisodeSpec:
+    return spec if isinstance(spec, EpisodeSpec) else EpisodeSpec.model_validate(dict(spec))
+
+
+def episode_sample(spec: EpisodeSpec | Mapping[str, Any], size: int) -> tuple[int, list[Episode]]:
+    """(how many episodes the block holds, its first `size` of them), in time and memory bounded by
+    `size` for synthetic episodes (episode i depends on the seed and i alone, so the first `size` are
+    the same in a set of any n) and by the file for LongMemEval: an estimate for n = 1,000,000 builds
+    no million episodes."""
+    spec = _as_spec(spec)
+    if spec.source == "longmemeval":
+        episodes = load_episodes(spec)
+        return len(episodes), episodes[:size]
+    count = spec.n or DEFAULT_SYNTHETIC_N
+    return count, load_episodes(spec.model_copy(update={"n": min(count, size)}))
+
+
 def load_episodes(spec: EpisodeSpec | Mapping[str, Any]) -> list[Episode]:
     """The episodes of one `episodes:` block (an `EpisodeSpec` or the same keys as a dict)."""
-    spec = spec if isinstance(spec, EpisodeSpec) else EpisodeSpec.model_validate(dict(spec))
+    spec = _as_spec(spec)
     if spec.source == "longmemeval":
         return load_longmemeval(
             split=spec.split, question_type=spec.question_type, local_path=spec.local_path, limit=spec.n

@@ -30,6 +30,7 @@ __all__ = [
     "DataUnavailableError",
     "Episode",
     "LongMemEvalFormatError",
+    "NoQuestionsError",
     "Session",
     "Turn",
     "dataset_statistics",
@@ -81,10 +82,19 @@ QUESTION_TYPES = (  # the six LongMemEval question types
     "knowledge-update",
 )
 APPROX_CHARS_PER_TOKEN = 4
+# Size limits a record must keep, so a damaged or hostile file is refused before it costs a call. The
+# longest LongMemEval turns run to a few thousand characters and the `m` split's histories to about 1.5
+# million tokens (~6 million characters): both limits leave room for the real data several times over.
+MAX_TEXT_CHARS = 200_000  # one text field (a turn's content, the question, the answer): ~50k tokens
+MAX_RECORD_CHARS = 20_000_000  # all the text of one record together
 
 
 class LongMemEvalFormatError(ValueError):
     """A LongMemEval file or record does not have the upstream layout."""
+
+
+class NoQuestionsError(ValueError):
+    """A file holds no question of the type asked for: a study on it would measure nothing."""
 
 
 class DataUnavailableError(RuntimeError):
@@ -251,6 +261,7 @@ class _RecordChecker:
         self.source_file, self.index = source_file, index
         question_id = record.get("question_id") if isinstance(record, dict) else None
         self.question_id = question_id if isinstance(question_id, str) else None
+        self.record_chars = 0  # text read so far, against MAX_RECORD_CHARS
 
     def fail(self, field_name: str, problem: str) -> LongMemEvalFormatError:
         question_id = repr(self.question_id) if self.question_id is not None else "<missing>"
@@ -262,6 +273,7 @@ class _RecordChecker:
     def string(self, value: Any, field_name: str) -> str:
         if not isinstance(value, str):
             raise self.fail(field_name, f"expected a string, got {type(value).__name__}")
+        self._check_size(value, field_name)
         bad = _UNENCODABLE.search(value)
         if bad is not None:  # a lone surrogate cannot be sent or written; NUL truncates C strings
             raise self.fail(
@@ -269,6 +281,22 @@ class _RecordChecker:
                 f"holds {bad.group()!r} at character {bad.start()}: not text any model call can carry",
             )
         return value
+
+    def _check_size(self, value: str, field_name: str) -> None:
+        """A text field over MAX_TEXT_CHARS, or the one that takes the record over MAX_RECORD_CHARS."""
+        if len(value) > MAX_TEXT_CHARS:
+            raise self.fail(
+                field_name,
+                f"{len(value):,} characters, over the {MAX_TEXT_CHARS:,} one text field may hold "
+                "(docs/diagnose.md, 'Limits'): a damaged or foreign file, not a LongMemEval record",
+            )
+        self.record_chars += len(value)
+        if self.record_chars > MAX_RECORD_CHARS:
+            raise self.fail(
+                field_name,
+                f"takes the record's text over {MAX_RECORD_CHARS:,} characters, the most one record may "
+                "hold (docs/diagnose.md, 'Limits')",
+            )
 
     def known_question_type(self, value: Any) -> str:
         question_type = self.string(value, "question_type")
@@ -458,7 +486,8 @@ def load_longmemeval(
     """LongMemEval questions of `question_type` (None: all) from `split`, as Episodes in file order.
 
     Every record of the file is validated, not only the kept ones. `limit` keeps the first that many
-    after filtering. See `longmemeval_file` for where the file comes from.
+    after filtering. A file with no question of the type raises `NoQuestionsError` (a study on it
+    would measure nothing). See `longmemeval_file` for where the file comes from.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
@@ -478,8 +507,24 @@ def load_longmemeval(
                 f"unknown question_type {question_type!r} for {path}; choose one of {', '.join(known)} "
                 "(or None for all)"
             )
-        episodes = [episode for episode in episodes if episode.question_type == question_type]
+        kept = [episode for episode in episodes if episode.question_type == question_type]
+        if not kept and limit != 0:
+            raise NoQuestionsError(_no_questions_reason(path, question_type, episodes))
+        episodes = kept
+    elif not episodes and limit != 0:
+        raise NoQuestionsError(f"{path}: no questions: the file holds no records")
     return episodes if limit is None else episodes[:limit]
+
+
+def _no_questions_reason(path: Path, question_type: str, episodes: list[Episode]) -> str:
+    if not episodes:
+        return f"{path}: no {question_type} questions: the file holds no records"
+    counts = pd.Series([episode.question_type for episode in episodes]).value_counts()
+    held = ", ".join(f"{count} {name}" for name, count in counts.items())
+    return (
+        f"{path}: no {question_type} questions among its {len(episodes)} records ({held}); "
+        "choose a file that holds them, or another question type"
+    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -203,6 +203,23 @@ class ResponseCache:
             made_by_commit=made_by_commit,
         )
 
+    def recorded_latencies(self, limit: int) -> list[float]:
+        """Seconds each of the latest `limit` live calls took, newest first (replies imported without
+        a latency left out): how long a call to this cache's model takes, for a time estimate."""
+        try:
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT latency_s FROM responses WHERE latency_s > 0 AND NOT coalesce(tentative, 0)"
+                    " ORDER BY created_at DESC LIMIT ?",
+                    (limit,),
+                )
+                .fetchall()
+            )
+        except sqlite3.DatabaseError as error:
+            raise CacheCorruptError(self.path, error) from error
+        return [float(row[0]) for row in rows]
+
     def is_tentative(self, key: str) -> bool:
         """Whether `key` holds a tentative (once-seen empty) reply."""
         return self._fetchone("SELECT 1 FROM responses WHERE key = ? AND tentative", (key,)) is not None

@@ -21,3 +21,13 @@ def check_numbers(values: Mapping[str, Any], bounds: Mapping[str, tuple[float, f
     for name, (low, high) in bounds.items():
         if values.get(name) is not None:
             check_number(name, values[name], low, high)
+
+
+def check_integers(values: Mapping[str, Any], names: frozenset[str] | set[str]) -> None:
+    """Raise `ValueError` naming the key when a setting that counts something (retries, tokens,
+    threads) is not a whole number: `max_retries: 2.5` must fail when the file is read, not at the
+    first call with an error that names no key. None means unset and passes."""
+    for name in sorted(names):
+        value = values.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{name} must be an integer (a whole number, no decimal point), got {value!r}")

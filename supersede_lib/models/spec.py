@@ -13,7 +13,7 @@ from supersede_lib.models.chat import ChatModel
 from supersede_lib.models.engine import DeferredEmbeddedModel, make_embedded_model
 from supersede_lib.models.gguf import DEFAULT_GGUF_FILE, find_local_gguf
 from supersede_lib.models.hf import HFChatModel
-from supersede_lib.models.numbers import check_numbers
+from supersede_lib.models.numbers import check_integers, check_numbers
 from supersede_lib.models.openai_api import OpenAIChatModel
 
 BACKENDS = ("openai", "embedded", "hf")
@@ -81,6 +81,10 @@ NUMBER_BOUNDS: dict[str, tuple[float, float]] = {
     "max_batch_size": (1, 4096),
     "batch_window_s": (0, 60),
 }
+# of those, the ones that count something: a float there is a typo, refused with the key's name
+INTEGER_KEYS = frozenset(
+    {"max_retries", "reasoning_token_floor", "n_ctx", "n_threads", "default_max_tokens", "max_batch_size"}
+)
 
 
 def check_model_spec(spec: dict[str, Any]) -> None:
@@ -96,6 +100,7 @@ def check_model_spec(spec: dict[str, Any]) -> None:
     allowed = {"openai": _OPENAI_KEYS, "embedded": _EMBEDDED_KEYS}.get(backend)
     if allowed is not None:
         _reject_unknown_keys(options, allowed, backend)
+    check_integers(options, INTEGER_KEYS)
     check_numbers(options, NUMBER_BOUNDS)
 
 
@@ -110,6 +115,7 @@ def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:
     default embedded model. With `"cache_path"` the model is wrapped in `CachedChatModel`.
     """
     options = dict(spec or {})
+    check_integers(options, INTEGER_KEYS)
     backend = infer_backend(options)
     options.pop("backend", None)
     cache_path = options.pop("cache_path", None)

@@ -3,16 +3,20 @@
 A researcher with a model behind any OpenAI-compatible URL (OpenAI, vLLM, llama.cpp, Ollama) gets
 the paper's isolation test without writing a profile: `diagnosis_profile` builds one in memory,
 `estimate` says before any call how many calls and tokens the run will take and, for OpenAI's own
-endpoint, what it costs at list prices; the isolation study then runs (progress bar, response
-cache: a stopped run resumes and pays for nothing twice), and `write_diagnosis` puts everything a
-reader needs on one page.
+endpoint, what it costs at list prices; `measure_seconds_per_call` times the calls (the cache's
+recorded latencies, else one real call before the run); the isolation study then runs (progress
+bar, response cache: a stopped run resumes and pays for nothing twice), and `write_diagnosis` puts
+everything a reader needs on one page, the estimate beside the time the run really took.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from dataclasses import dataclass
+import statistics
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,10 @@ import pandas as pd
 
 from supersede_lib import profiles
 from supersede_lib.agent.rollout import make_rollout
-from supersede_lib.data.episodes import load_episodes
+from supersede_lib.agent.settings import AUTO
+from supersede_lib.data.episodes import episode_sample
+from supersede_lib.eval.runner import RunSettings, notes_max_tokens_for
+from supersede_lib.models.cache import ResponseCache
 from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import estimate_cost_usd, is_local_url, is_openai_endpoint
 from supersede_lib.profiles import Profile
@@ -28,11 +35,17 @@ from supersede_lib.results.comparison import shares_as_percent
 from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
 
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
-ANSWER_TOKENS = 64  # the runner's answer cap
 REPORT_FILE = "DIAGNOSIS.md"
-# seconds one call takes when nothing better is known (--seconds-per-call: one you measured): a hosted
-# API answers a short prompt in about 2 s; a local CPU model of 0.5-1.5B takes about 5 s a call here
+# seconds one call takes when nothing was measured (an --estimate-only run with an empty cache): a hosted
+# API answers a short prompt in about 2 s; a local CPU model of 0.5-1.5B takes 5 to 70 s a call
 ASSUMED_SECONDS_PER_CALL = {"local": 5.0, "remote": 2.0}
+ASSUMED_BASIS = "assumed; a run measures it with one call first, or give --seconds-per-call"
+# the estimate builds the prompts of at most this many questions (each is a few ms) and scales the rest
+# from them, so any --n is estimated in bounded time and memory
+SAMPLE_QUESTIONS = 200
+RECORDED_LATENCIES = 1000  # the latest live calls in the cache that time a call
+PROBE_CALLS = 3  # the first warms the server up, the others are timed; the run reuses every reply
+MIN_TOKEN_SPREAD = 8  # tokens by which the timed calls' lengths must differ to fit a line through them
 
 
 @dataclass(frozen=True)
@@ -46,21 +59,30 @@ class Estimate:
     usd: float | None  # OpenAI list price; None for any other server
     seconds_per_call: float = ASSUMED_SECONDS_PER_CALL["remote"]
     concurrency: int = 1
-    seconds_measured: bool = False  # seconds_per_call given by the user, not assumed
+    basis: str = ASSUMED_BASIS  # where seconds_per_call comes from: assumed, as given, or measured
+    sampled: int | None = None  # questions whose prompts were built, when fewer than `questions`
 
     @property
     def seconds(self) -> float:
         """Wall time if every call is live: calls x seconds a call, spread over the questions in flight."""
-        return self.calls * self.seconds_per_call / self.concurrency
+        return self.calls_seconds(self.calls)
+
+    def calls_seconds(self, calls: int) -> float:
+        """Wall time of `calls` live calls at this estimate's pace."""
+        return calls * self.seconds_per_call / self.concurrency
+
+    def timed(self, seconds_per_call: float, basis: str) -> Estimate:
+        """The same estimate at a measured (or given) pace."""
+        return replace(self, seconds_per_call=seconds_per_call, basis=basis)
 
     def line(self) -> str:
         cost = f"about ${self.usd:.2f} at OpenAI list prices" if self.usd is not None else "no price known"
-        basis = "as given" if self.seconds_measured else "assumed; --seconds-per-call to use your own"
+        scaled = f" (scaled from the first {self.sampled})" if self.sampled else ""
         return (
-            f"{self.questions} questions x 2 conditions: about {self.calls} calls, "
+            f"{self.questions} questions x 2 conditions: about {self.calls} calls{scaled}, "
             f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}; "
-            f"about {self.seconds / 60:.1f} min at {self.seconds_per_call:g} s a call and "
-            f"{self.concurrency} in flight ({basis}; calls already in the cache are free)"
+            f"about {self.seconds / 60:.1f} min at {self.seconds_per_call:.3g} s a call and "
+            f"{self.concurrency} in flight ({self.basis}; calls already in the cache are free)"
         )
 
 
@@ -81,21 +103,30 @@ def diagnosis_profile(
     episodes: dict[str, Any],
     notes_budget_chars: int | None = None,
     concurrency: int | None = None,
+    timeout_s: float | None = None,
+    max_tokens_notes: int | None = None,
+    max_tokens_answer: int | None = None,
 ) -> Profile:
-    """An in-memory profile for one endpoint (validated like any configs/*.yaml); without
-    `notes_budget_chars`, the isolation block's default budget."""
+    """An in-memory profile for one endpoint (validated like any configs/*.yaml); a setting left None
+    keeps the default (the isolation block's budget, the runner's token caps, the model's timeout)."""
     name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
+    model_spec = {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env}
+    chosen = {
+        "notes_budget_chars": notes_budget_chars,
+        "max_tokens_notes": max_tokens_notes,
+        "max_tokens_answer": max_tokens_answer,
+    }
     data = {
         "name": name,
         "description": f"Diagnosis of {model} at {redact_credentials(base_url)}.",
         "data_label": "synthetic (procedural generator)"
         if episodes["source"] == "synthetic"
         else "LongMemEval",
-        "model": {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env},
+        "model": model_spec | ({} if timeout_s is None else {"timeout_s": timeout_s}),
         # a local server usually has one slot: more in flight only queues (and times out) there
         "concurrency": concurrency or (1 if is_local_url(base_url) else 8),
         "isolation": {"episodes": episodes}
-        | ({} if notes_budget_chars is None else {"notes_budget_chars": notes_budget_chars}),
+        | {key: value for key, value in chosen.items() if value is not None},
     }
     return profiles.validate_profile(data, "<diagnose>")
 
@@ -104,32 +135,51 @@ def _prompt_chars(messages: list[dict[str, str]]) -> int:
     return sum(len(message["content"]) for message in messages)
 
 
-def _episode_cost(episode: Any, profile: Profile, budget: int) -> tuple[int, int, int]:
+def run_settings(profile: Profile) -> RunSettings:
+    """The settings the isolation study runs both conditions with (budget and token caps included)."""
+    block = profile.require("isolation")
+    return profile.run_settings(notes_budget_chars=block.notes_budget_chars, **block.token_caps())
+
+
+def notes_token_cap(settings: RunSettings) -> int | None:
+    """The max_tokens a notes call is sent with (the runner's automatic cap unless one is set)."""
+    cap = settings.max_tokens_notes
+    return notes_max_tokens_for(settings.notes_budget_chars) if cap == AUTO else cap
+
+
+def _episode_cost(episode: Any, settings: RunSettings) -> tuple[int, int, int]:
     """(calls, prompt characters, completion characters) of one question in both conditions.
 
     Prompts are built by the rollouts themselves; the bounded-memory notes are counted full (B
-    characters in every later prompt and every rewrite), so the estimate errs high, not low.
+    characters in every later prompt and every rewrite) and each answer at its token cap, so the
+    estimate errs high, not low.
     """
-    full = make_rollout(episode, "full_context", prompt_variant=profile.prompt_variant)
-    bounded = make_rollout(
-        episode, "bounded_memory", notes_budget_chars=budget, prompt_variant=profile.prompt_variant
-    )
+    budget = settings.notes_budget_chars
+    full = make_rollout(episode, "full_context", settings=settings)
+    bounded = make_rollout(episode, "bounded_memory", settings=settings)
     first = _prompt_chars(bounded.current_messages())
     sessions = len(episode.sessions)
     prompt = _prompt_chars(full.current_messages()) + sessions * (first + budget) + first + budget
-    completion = 2 * ANSWER_TOKENS * CHARS_PER_TOKEN + sessions * budget
+    answer_tokens = settings.max_tokens_answer or 0
+    completion = 2 * answer_tokens * CHARS_PER_TOKEN + sessions * budget
     return 2 + sessions, prompt, completion
 
 
 def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimate:
     """Calls and tokens (4 characters a token) from the prompts the rollouts build, priced for OpenAI
-    only; time from `seconds_per_call` (else `ASSUMED_SECONDS_PER_CALL`) and the profile's concurrency."""
+    only; time from `seconds_per_call` (else `ASSUMED_SECONDS_PER_CALL`, until a measurement replaces
+    it: `Estimate.timed`) and the profile's concurrency. Above `SAMPLE_QUESTIONS` questions the
+    counts are the first ones' scaled up, so no n costs more than that many prompts to estimate."""
     block = profile.require("isolation")
-    episodes = load_episodes(block.episodes)
-    costs = [_episode_cost(episode, profile, block.notes_budget_chars) for episode in episodes]
-    calls = sum(cost[0] for cost in costs)
-    prompt = sum(cost[1] for cost in costs) // CHARS_PER_TOKEN
-    completion = sum(cost[2] for cost in costs) // CHARS_PER_TOKEN
+    questions, sample = episode_sample(block.episodes, SAMPLE_QUESTIONS)
+    settings = run_settings(profile)
+    costs = [_episode_cost(episode, settings) for episode in sample]
+    scale = questions / len(sample)
+
+    def total(part: int) -> int:
+        return round(sum(cost[part] for cost in costs) * scale)
+
+    calls, prompt, completion = total(0), total(1) // CHARS_PER_TOKEN, total(2) // CHARS_PER_TOKEN
     model = profile.model
     usd = (
         estimate_cost_usd(model["model"], prompt, completion)
@@ -138,15 +188,103 @@ def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimat
     )
     assumed = ASSUMED_SECONDS_PER_CALL["local" if is_local_url(model["base_url"]) else "remote"]
     return Estimate(
-        len(episodes),
+        questions,
         calls,
         prompt,
         completion,
         usd,
         seconds_per_call=seconds_per_call or assumed,
         concurrency=profile.concurrency,
-        seconds_measured=seconds_per_call is not None,
+        basis="as given" if seconds_per_call is not None else ASSUMED_BASIS,
+        sampled=len(sample) if len(sample) < questions else None,
     )
+
+
+def recorded_seconds_per_call(profile: Profile) -> tuple[float, str] | None:
+    """The median latency of the live calls the profile's response cache recorded (a run stopped and
+    resumed, or run again), with how it was found; None when the cache holds none."""
+    path = profiles.cache_path(profile, create=False)
+    if not path.is_file():
+        return None
+    latencies = ResponseCache(path).recorded_latencies(RECORDED_LATENCIES)
+    if not latencies:
+        return None
+    seconds = statistics.median(latencies)
+    return seconds, f"measured: median of {len(latencies)} calls in the response cache"
+
+
+async def _probe_replies(model: Any, rollout: Any, settings: RunSettings) -> list[Any]:
+    """The rollout's first `PROBE_CALLS` notes calls, each timed, exactly as the run will send them."""
+    replies = []
+    while len(replies) < PROBE_CALLS and not rollout.done and rollout.current_kind == "notes":
+        started = time.perf_counter()
+        reply = await model.achat(
+            rollout.current_messages(),
+            max_tokens=notes_token_cap(settings),
+            temperature=settings.temperature,
+            seed=settings.seed,
+        )
+        # the model's own timing of the request (what the cache records of every call), without this
+        # process's one-off setup (the client, the cache file) that the run pays once, not per call
+        replies.append((reply, reply.latency_s or time.perf_counter() - started))
+        rollout.step(reply.text)
+    return replies
+
+
+def seconds_for_tokens(timed: list[tuple[int, float]], tokens: float) -> float:
+    """Seconds a call generating `tokens` takes, from (tokens, seconds) of timed calls.
+
+    When their lengths differ enough, a line through them (a fixed part: the prompt, the network;
+    and a part per token) gives it; else every second is put on the tokens, which on a CPU server
+    (where generating dominates) is right and elsewhere errs high, never low."""
+    counts = [count for count, _ in timed]
+    total_seconds, total_tokens = sum(seconds for _, seconds in timed), sum(counts)
+    if not total_tokens:
+        return max(seconds for _, seconds in timed)
+    spread = max(counts) - min(counts)
+    if len(timed) > 1 and spread >= max(MIN_TOKEN_SPREAD, max(counts) / 4):
+        mean_tokens, mean_seconds = total_tokens / len(timed), total_seconds / len(timed)
+        slope = sum((count - mean_tokens) * (seconds - mean_seconds) for count, seconds in timed) / sum(
+            (count - mean_tokens) ** 2 for count in counts
+        )
+        fixed = mean_seconds - slope * mean_tokens
+        if slope >= 0 and fixed >= 0:
+            return fixed + slope * tokens
+    return total_seconds / total_tokens * tokens
+
+
+def probe_seconds_per_call(profile: Profile, tokens_per_call: float) -> tuple[float, str] | None:
+    """Real calls before the run, timed: the first question's first `PROBE_CALLS` notes calls, sent
+    as the run sends them and through the response cache, so the run finds the replies there and
+    pays for them once. The first is not timed (a server's first call also loads the model's
+    weights, several times slower on a CPU); the others give the seconds a call takes for the
+    `tokens_per_call` the estimate expects of an average call (`seconds_for_tokens`): a reply's
+    length, more than the call, sets the time on a CPU server. None when every reply came from the
+    cache."""
+    settings = run_settings(profile)
+    _, (episode, *_) = episode_sample(profile.require("isolation").episodes, 1)
+    rollout = make_rollout(episode, "bounded_memory", settings=settings)
+    replies = asyncio.run(_probe_replies(profiles.model_for(profile.model, profile), rollout, settings))
+    live = [(reply.completion_tokens, seconds) for reply, seconds in replies if not reply.cached]
+    timed = live[1:] or live
+    if not timed:
+        return None
+    seconds, tokens = sum(latency for _, latency in timed), sum(count for count, _ in timed)
+    rate = f" ({tokens / seconds:.1f} tokens/s)" if tokens and seconds > 0 else ""
+    basis = (
+        f"measured: {len(live)} probe calls, {seconds:.2f} s for {tokens} tokens{rate} timed, "
+        f"~{tokens_per_call:.0f} tokens an average call"
+    )
+    return seconds_for_tokens(timed, tokens_per_call), basis
+
+
+def measured(planned: Estimate, profile: Profile, *, probe: bool) -> Estimate:
+    """`planned` at the pace the calls really go: the cache's recorded latencies when it holds any,
+    else (with `probe`) timed real calls; unchanged when neither is there."""
+    found = recorded_seconds_per_call(profile)
+    if found is None and probe:
+        found = probe_seconds_per_call(profile, planned.completion_tokens / max(planned.calls, 1))
+    return planned.timed(*found) if found else planned
 
 
 def _run_totals(manifests: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -183,6 +321,42 @@ def incomplete_line(comparison: Any) -> str | None:
     )
 
 
+def _manifest_totals(manifests: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
+    """(totals, wall seconds) of each of this run's manifests."""
+    return [
+        (manifest.get("totals") or {}, float(manifest.get("wall_s") or 0.0))
+        for manifest in manifests.values()
+    ]
+
+
+def estimate_vs_real(planned: Estimate, manifests: dict[str, dict[str, Any]]) -> str:
+    """One line: the estimated time of the calls made live beside the wall time the runs took."""
+    runs = _manifest_totals(manifests)
+    wall = sum(seconds for _, seconds in runs)
+    live = sum(int(totals.get("calls") or 0) - int(totals.get("cached_calls") or 0) for totals, _ in runs)
+    if live <= 0:
+        return f"Time: every call came from the response cache; the runs took {wall:.1f} s."
+    expected = planned.calls_seconds(live)
+    return (
+        f"Time: {live} calls made live, estimated {expected / 60:.1f} min at {planned.seconds_per_call:.3g} s "
+        f"a call; they took {wall / 60:.1f} min ({wall / expected:.2f}x the estimate)."
+    )
+
+
+def cut_calls_advice(profile: Profile, manifests: dict[str, dict[str, Any]]) -> list[str]:
+    """When replies were cut at the token limit: the `diagnose` options that raise it, with their values."""
+    cut = sum(int(totals.get("cut_calls") or 0) for totals, _ in _manifest_totals(manifests))
+    if not cut:
+        return []
+    settings = run_settings(profile)
+    return [
+        f"Replies cut at the token limit: {cut}, so some notes or answers are incomplete: run again "
+        f"with a larger --max-tokens-notes (now {notes_token_cap(settings)}) or --max-tokens-answer "
+        f"(now {settings.max_tokens_answer}).",
+        "",
+    ]
+
+
 def write_diagnosis(result: Any, planned: Estimate) -> Path:
     """The one-page report beside the study's files: Table 1, memory, failures, what it cost; built
     from this run's results only, and written whole (a reader never sees half a page)."""
@@ -211,6 +385,9 @@ def write_diagnosis(result: Any, planned: Estimate) -> Path:
         "",
         f"Estimated before the run: {planned.line()}.",
         "",
+        estimate_vs_real(planned, result.comparison.manifests),
+        "",
+        *cut_calls_advice(result.profile, result.comparison.manifests),
         markdown_table(_run_totals(result.comparison.manifests)),
         f"Files: `{directory}` (run CSVs, trajectories, manifests, tables). Run the same command again to "
         "resume: finished calls come from the response cache.",

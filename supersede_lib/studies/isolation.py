@@ -119,7 +119,7 @@ def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> Cond
         return compare_conditions(
             episodes,
             profiles.model_for(profile.model, profile),
-            profile.run_settings(notes_budget_chars=block.notes_budget_chars),
+            profile.run_settings(notes_budget_chars=block.notes_budget_chars, **block.token_caps()),
             directory=profiles.output_dir(profile, NOTEBOOK_ISOLATION),
             judge=judge_for(profile),
             progress=bar,
