@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds one call takes, for the time estimate (default: assumed, 5 local, 2 remote)",
     )
+    parser.add_argument(
+        "--cache-namespace",
+        default=None,
+        metavar="NAME",
+        help="share cached replies on purpose with every run under NAME (e.g. one model behind two URLs); "
+        "default: replies are keyed on the endpoint and the model it reports serving",
+    )
     parser.add_argument("--estimate-only", action="store_true", help="print the estimate and make no call")
     return parser
 
@@ -80,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             episodes=diagnosis.episodes_block(args.data, args.n, args.difficulty),
             notes_budget_chars=args.budget,
             concurrency=args.concurrency,
+            cache_namespace=args.cache_namespace,
         )
         planned = diagnosis.estimate(profile, args.seconds_per_call)
     except (profiles.ProfileError, ValueError) as error:
