@@ -41,7 +41,7 @@ from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, url_secret_problem
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.models.numbers import check_integers
-from supersede_lib.models.openai_api import OpenAIChatModel
+from supersede_lib.models.openai_api import COMPATIBLE_CACHE_NAMESPACE, OpenAIChatModel
 from supersede_lib.models.spec import check_model_spec, make_chat_model
 from supersede_lib.train.config import (
     CURRICULUM_MODES,
@@ -598,8 +598,12 @@ def model_for(spec: ModelSpec, profile: Profile | None = None, use_cache: bool =
         server = LocalOpenAIServer()
         server.__enter__()
         _fake_servers.append(server)
+        # one deterministic responder on a new port every run: its replies are shared on purpose
         model: ChatModel = OpenAIChatModel(
-            model=name or "fake-heuristic-server", base_url=server.base_url, api_key_env="SUPERSEDE_FAKE_KEY"
+            model=name or "fake-heuristic-server",
+            base_url=server.base_url,
+            api_key_env="SUPERSEDE_FAKE_KEY",
+            cache_namespace=COMPATIBLE_CACHE_NAMESPACE,
         )
     else:
         if backend != "embedded" or "model_path" in spec:

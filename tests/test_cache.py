@@ -181,34 +181,37 @@ def test_a_folder_as_cache_path_is_a_clear_error(tmp_path):
         ResponseCache(tmp_path)
 
 
-def test_a_server_on_a_new_port_still_hits_and_namespaces_keep_servers_apart(tmp_path):
-    # The smoke profile's fake server takes a random port on every run: the key must not hold it.
+def test_a_server_on_a_new_port_is_asked_and_a_namespace_shares_on_purpose(tmp_path):
+    # Another port may be another model under the same name (tests/test_served_identity.py).
     cache_path = tmp_path / "ports.db"
     with LocalOpenAIServer(responder=lambda messages: "first server") as first_server:
-        model = CachedChatModel(
-            OpenAIChatModel("m", base_url=first_server.base_url), ResponseCache(cache_path)
-        )
-        asyncio.run(model.achat(MESSAGES))
+        for namespace in (None, "lab-vllm"):
+            model = OpenAIChatModel("m", base_url=first_server.base_url, cache_namespace=namespace)
+            asyncio.run(CachedChatModel(model, ResponseCache(cache_path)).achat(MESSAGES))
     with LocalOpenAIServer(responder=lambda messages: "second server") as second_server:
         same = CachedChatModel(
             OpenAIChatModel("m", base_url=second_server.base_url), ResponseCache(cache_path)
         )
         again = asyncio.run(same.achat(MESSAGES))
-        assert second_server.request_count == 0 and again.cached and again.text == "first server"
-        other = OpenAIChatModel("m", base_url=second_server.base_url, cache_namespace="lab-vllm")
-        separate = asyncio.run(CachedChatModel(other, ResponseCache(cache_path)).achat(MESSAGES))
-        assert second_server.request_count == 1 and separate.text == "second server"
+        assert second_server.request_count == 1 and again.text == "second server"
+        shared = OpenAIChatModel("m", base_url=second_server.base_url, cache_namespace="lab-vllm")
+        replayed = asyncio.run(CachedChatModel(shared, ResponseCache(cache_path)).achat(MESSAGES))
+        assert second_server.request_count == 1 and replayed.cached and replayed.text == "first server"
 
 
 def test_settings_that_shape_the_reply_are_part_of_the_key(tmp_path):
     cache = ResponseCache(tmp_path / "keys.db")
-    plain = CachedChatModel(OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1"), cache)
-    tuned = CachedChatModel(
-        OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", extra_params={"top_p": 0.5}), cache
-    )
+    url = "http://127.0.0.1:9/v1"
+    plain = CachedChatModel(OpenAIChatModel("m", base_url=url), cache)
+    tuned = CachedChatModel(OpenAIChatModel("m", base_url=url, extra_params={"top_p": 0.5}), cache)
     args = (MESSAGES, 5, 0.0, 0)
-    assert plain.key_for(*args) == cache_key(  # a server other than OpenAI's: its own namespace
-        "openai-compatible", "m", MESSAGES, {"max_tokens": 5, "temperature": 0.0}, 0
+    assert plain.key_for(*args) == cache_key(  # a server other than OpenAI's: its own namespace, and
+        "openai-compatible",  # what served (nothing answers on port 9)
+        "m",
+        MESSAGES,
+        {"max_tokens": 5, "temperature": 0.0},
+        0,
+        {"endpoint": url, "unreachable": True},
     )
     assert tuned.key_for(*args) != plain.key_for(*args)
 

@@ -87,4 +87,6 @@ def test_diagnose_against_llama_cpps_own_http_server(tmp_path: Path, llama_serve
     assert len(totals) == 2 and all(
         t["failed_questions"] == 0 and t["calls"] > t["cached_calls"] for t in totals
     )
-    assert "## Table 1" in next(tmp_path.rglob("DIAGNOSIS.md")).read_text()
+    report = next(tmp_path.rglob("DIAGNOSIS.md")).read_text()
+    assert "## Table 1" in report
+    assert f"llama.cpp serves `{model_file}`" in report and "system_fingerprint `" in report  # what served

@@ -92,6 +92,7 @@ def test_a_server_that_dies_mid_run_is_incomplete_not_a_finding(tmp_path: Path, 
     # 10 full-context calls, then 3 per bounded-memory question: 7 of its 10 questions fail
     with LocalOpenAIServer(responder=_dies_after(19)) as server:
         code = diagnose.main(["--base-url", server.base_url, *_arguments(tmp_path, 10)])
+        port = server.port
     page = next(tmp_path.rglob(diagnosis.REPORT_FILE)).read_text()
     first_lines = "\n".join(page.splitlines()[:3])
     assert code != 0
@@ -103,8 +104,9 @@ def test_a_server_that_dies_mid_run_is_incomplete_not_a_finding(tmp_path: Path, 
     assert "failed, left out" in table["bounded memory (B=300) accuracy"]
     assert "incomplete" in capsys.readouterr().err
 
-    # the server is back: the same command finishes the table
-    with LocalOpenAIServer(responder=_dies_after(10**6)) as server:
+    # the server is back on its port (another endpoint is another server to the cache): the same
+    # command finishes the table
+    with LocalOpenAIServer(port=port, responder=_dies_after(10**6)) as server:
         assert diagnose.main(["--base-url", server.base_url, *_arguments(tmp_path, 10)]) == 0
         repeated = server.request_count
     page = next(tmp_path.rglob(diagnosis.REPORT_FILE)).read_text()

@@ -72,7 +72,8 @@ def test_a_401_mid_run_keeps_every_reply_received_and_writes_the_finished_rows(t
     assert 0 < len(rows) == manifest["totals"]["questions"] < 12 and len(rows) + len(unfinished) == 12
     assert "401" in manifest["stopped"]["error"] and "stopped early" in manifest["warnings"][0]
 
-    with LocalOpenAIServer(responder=city_responder) as healthy:  # the key fixed: only the rest is paid
+    # the key fixed, the same server on its port (another port may serve another model): only the rest is paid
+    with LocalOpenAIServer(port=server.port, responder=city_responder) as healthy:
         again = run_condition(episodes, "bounded_memory", _model(healthy, cache_path), RunSettings(concurrency=6),
                               output_dir=tmp_path, run_name="revoked", progress=False)  # fmt: skip
         repeated = {_prompt(body["messages"]) for body in healthy.requests} & set(responder.served)

@@ -205,7 +205,7 @@ def test_forty_questions_under_fire_finish_with_exactly_the_poisoned_one_failed(
     # A re-run through the cache repeats no finished call: the server sees the poisoned question, and
     # the calls that came back empty (stored as tentative: a transient empty reply is asked again).
     emptied = set(frame.index[frame["empty_replies"] > 0])
-    with LocalOpenAIServer(responder=city_responder) as healthy_server:
+    with LocalOpenAIServer(port=server.port, responder=city_responder) as healthy_server:  # same endpoint
         second = run_condition(
             episodes,
             "bounded_memory",

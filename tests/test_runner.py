@@ -618,7 +618,8 @@ def test_a_question_whose_calls_keep_failing_fails_alone_and_is_retried_next_run
         "ep-3"
     ]
 
-    with LocalOpenAIServer(responder=city_responder) as healthy_server:
+    # the same server, recovered, on its port (another port may serve another model)
+    with LocalOpenAIServer(port=server.port, responder=city_responder) as healthy_server:
         rerun = run_condition(
             episodes,
             "bounded_memory",

@@ -93,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the estimate and make no call (time: the cache's, else assumed)",
     )
+    parser.add_argument(
+        "--cache-namespace",
+        default=None,
+        metavar="NAME",
+        help="share cached replies on purpose with every run under NAME (e.g. one model behind two URLs); "
+        "default: replies are keyed on the endpoint and the model it reports serving",
+    )
     return parser
 
 
@@ -107,6 +114,7 @@ def _profile(args: argparse.Namespace) -> profiles.Profile:
         timeout_s=args.timeout,
         max_tokens_notes=args.max_tokens_notes,
         max_tokens_answer=args.max_tokens_answer,
+        cache_namespace=args.cache_namespace,
     )
 
 

@@ -6,10 +6,13 @@ and processes may read and write the same file at once.
 
 The key is a SHA-256 of canonical JSON over everything that decides the reply: the backend's
 cache namespace, the model name, messages, sampling parameters (plus any backend settings that
-shape the reply, `cache_params`) and seed. It never holds the server's address, so a local server
-on a new port still hits; two different servers serving the same model name need different
-namespaces (`cache_namespace` in the model spec). Caching sampled calls (temperature > 0) is
-sound only because the seed is part of the key; draw new samples with new seeds.
+shape the reply, `cache_params`) and seed and, for a model behind a self-hosted server, what served
+it (`served_identity`: the endpoint, credentials stripped, and what the server reports it serves),
+since llama.cpp and vLLM answer under any name. In-process models and OpenAI's own endpoint are
+keyed without it (their name says what answers), so recorded replies keep their keys. A
+`cache_namespace` given in the model spec shares replies on purpose across endpoints. Caching
+sampled calls (temperature > 0) is sound only because the seed is part of the key; draw new samples
+with new seeds.
 
 Recorded responses travel with results: `export_responses` writes every row to a gzipped JSONL
 file (sorted, byte-stable) that can be committed beside a profile's outputs, and
@@ -59,6 +62,9 @@ logger = logging.getLogger(__name__)
 BUSY_TIMEOUT_S = 60.0
 BEFORE_PROVENANCE = "recorded-before-provenance"
 CLAIM_POLL_S = 0.05  # how often a process waiting for another's call looks again
+# how long a server that did not say what it serves is keyed as unidentified before it is asked again:
+# asking at every call would hold each call for the probe's timeout
+IDENTITY_RETRY_S = 30.0
 DAMAGE_POLICIES = ("stop", "run_uncached")
 DamagePolicy = Literal["stop", "run_uncached"]
 
@@ -99,9 +105,19 @@ class CacheCorruptError(ModelConfigError):
         )
 
 
-def cache_key(backend: str, model: str, messages: list[Message], params: dict[str, Any], seed: int) -> str:
-    """SHA-256 hex of the canonical JSON of one request (dict key order does not matter)."""
+def cache_key(
+    backend: str,
+    model: str,
+    messages: list[Message],
+    params: dict[str, Any],
+    seed: int,
+    served_by: dict[str, Any] | None = None,
+) -> str:
+    """SHA-256 hex of the canonical JSON of one request (dict key order does not matter). `served_by`
+    (what answered) enters the payload only when given, so keys without it never change."""
     payload = {"backend": backend, "model": model, "messages": messages, "params": params, "seed": seed}
+    if served_by is not None:
+        payload["served_by"] = served_by
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -387,11 +403,45 @@ class CachedChatModel:
         self.disabled: str | None = None  # why the cache stopped being used mid-run
         self._damage: CacheCorruptError | None = None
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
+        self._served_by: dict[str, Any] | None = None
+        self._served_by_known = False  # asked, and the answer keeps (a server not reached is asked again)
+        self._served_by_asked_at: float | None = None  # monotonic time of the last unanswered probe
+        self._identity_lock = threading.Lock()  # one probe at a time, however many calls start at once
+
+    def served_by(self) -> dict[str, Any] | None:
+        """What answers the inner model's calls (its `served_identity`), part of every key; None for a
+        model whose name says it (in-process models, OpenAI's endpoint, a chosen `cache_namespace`).
+        A server that did not say is asked again `IDENTITY_RETRY_S` later, its calls keyed apart meanwhile."""
+        if self._served_by_known:
+            return self._served_by
+        identify = getattr(self.inner, "served_identity", None)
+        if not callable(identify):
+            self._served_by_known = True
+            return None
+        with self._identity_lock:
+            asked_at = self._served_by_asked_at
+            if not self._served_by_known and (
+                asked_at is None or time.monotonic() - asked_at >= IDENTITY_RETRY_S
+            ):
+                self._served_by = identify()
+                self._served_by_known = self._served_by is None or not self._served_by.get("unreachable")
+                self._served_by_asked_at = time.monotonic()
+            return self._served_by
 
     def key_for(self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int) -> str:
+        return self._key(messages, max_tokens, temperature, seed, self.served_by())
+
+    def _key(
+        self,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float,
+        seed: int,
+        served_by: dict[str, Any] | None,
+    ) -> str:
         params = {"max_tokens": max_tokens, "temperature": temperature}
         params.update(getattr(self.inner, "cache_params", None) or {})
-        return cache_key(self.backend, self.inner.name, messages, params, seed)
+        return cache_key(self.backend, self.inner.name, messages, params, seed, served_by)
 
     def _damaged(self, error: CacheCorruptError) -> None:
         """Remember the damage; under "run_uncached" warn once and go on without the cache."""
@@ -456,7 +506,9 @@ class CachedChatModel:
         temperature: float = 0.0,
         seed: int = 0,
     ) -> ChatResult:
-        key = self.key_for(messages, max_tokens, temperature, seed)
+        # the first call asks the server what it serves: off the event loop, the other calls go on
+        served_by = self._served_by if self._served_by_known else await asyncio.to_thread(self.served_by)
+        key = self._key(messages, max_tokens, temperature, seed, served_by)
         usable = self._check_usable()
         stored = self._lookup(key) if usable else None
         if stored is not None:
@@ -514,6 +566,9 @@ class CachedChatModel:
             "disabled": self.disabled,
             "replay": self.replay,
         }
+        if self._served_by is not None:  # only self-hosted servers: other models' manifests stay as they were
+            # one JSON string, not a dict: a manifest's per-run counters would subtract its numbers
+            extra["served_by"] = json.dumps(self._served_by, sort_keys=True)
         hits, misses = self.cache.hits, self.cache.misses + self.bypassed
         counts = {
             "hits": hits,

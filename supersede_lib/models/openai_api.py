@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import openai
@@ -142,8 +143,10 @@ class OpenAIChatModel:
     `ChatResult` ("length": the reply was cut at the limit).
 
     The response cache keys this model on `cache_namespace` ("openai" on OpenAI's endpoint), the model name,
-    the messages and the sampling parameters, not on `base_url`: a local server on a new port
-    still hits. Give two different servers that serve the same model name different namespaces.
+    the messages and the sampling parameters and, on any other server, on what served them
+    (`served_identity`: the endpoint and what its GET /v1/models and /props report), so two servers
+    under one name never share replies. A `cache_namespace` given in the spec shares replies on
+    purpose: the key then leaves the endpoint and identity out (the same model behind two URLs).
 
     The API key is read from `api_key_env` when the model is built. A missing key is an error,
     except for a `base_url` on localhost/127.0.0.1, where a placeholder key is sent (local
@@ -194,6 +197,7 @@ class OpenAIChatModel:
         )
         default_namespace = DEFAULT_CACHE_NAMESPACE if self.openai_endpoint else COMPATIBLE_CACHE_NAMESPACE
         self.cache_namespace = cache_namespace or default_namespace
+        self.namespace_chosen = cache_namespace is not None  # replies shared on purpose under it
         self.reasoning_token_floor = reasoning_token_floor
         self._sleep = sleep
         self._jitter = jitter
@@ -217,6 +221,7 @@ class OpenAIChatModel:
         self.served_models: dict[str, int] = {}  # the responses' `model`: what actually served the calls
         self.system_fingerprints: set[str] = set()
         self._server_info: dict[str, Any] | None = None
+        self._served_identity: dict[str, Any] | None = None
         self._reached = False  # any HTTP response so far: the address is right
 
     @property
@@ -369,6 +374,24 @@ class OpenAIChatModel:
             info["models"] = [item.get("id") for item in data or [] if isinstance(item, dict)]
         self._server_info = info
         return info
+
+    def served_identity(self) -> dict[str, Any] | None:
+        """What answers this model's calls, for the response cache's key (llama.cpp and vLLM answer
+        under any model name, so the name alone would replay one server's replies as another's).
+
+        None where the name says it: OpenAI's own endpoint, or a `cache_namespace` chosen to share
+        replies on purpose. Else `probe_served_identity`'s answer, kept once the server answered; a
+        server not reached is asked again at the next call, and its calls are keyed apart meanwhile."""
+        if self.openai_endpoint or self.namespace_chosen or not self.base_url:
+            return None
+        if self._served_identity is not None:
+            return self._served_identity
+        identity = probe_served_identity(
+            self.base_url, self.model, {"Authorization": f"Bearer {self._api_key}"}
+        )
+        if not identity.get("unreachable"):
+            self._served_identity = identity
+        return identity
 
     def _is_retryable(self, error: Exception) -> bool:
         """True for transient failures; raises the right error at once for permanent ones."""
@@ -561,6 +584,73 @@ def connection_failure(error: BaseException) -> str | None:
             return DROPPED
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+# what a GET /v1/models entry says about the weights behind a name (never `created`: a server's clock)
+LISTED_IDENTITY_FIELDS = ("id", "aliases", "root", "parent", "owned_by", "max_model_len", "meta")
+# what llama.cpp's GET /props says about the file it serves (not `build_info`: a rebuilt server on the
+# same file keeps its answers); the chat template is hashed, since a `--chat-template` changes replies
+PROPS_IDENTITY_FIELDS = ("model_path", "model_alias", "model_ftype")
+
+
+def cache_endpoint(base_url: str) -> str:
+    """`base_url` as the cache keys it: scheme, host, port and path, without credentials, query or
+    fragment (nothing secret is hashed into a key shown in no file, yet `/v1` and `/v1/` are one)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        netloc = host if parts.port is None else f"{host}:{parts.port}"
+    except ValueError:  # a port that is not a number: the request fails later, with its own message
+        netloc = host
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
+
+
+def probe_served_identity(base_url: str, model: str, headers: dict[str, str]) -> dict[str, Any]:
+    """The endpoint and what it says it serves: `models`, the GET /v1/models entries for `model` (every
+    entry when none is listed under that name, as llama.cpp answers any name with its one model), and
+    `server`, llama.cpp's GET /props about its file. `unreachable: True` when /v1/models gave no lasting
+    answer (not reached, timed out, 408, 429 or 5xx)."""
+    endpoint = cache_endpoint(base_url)
+    reached, listed = _probe_get(f"{base_url.rstrip('/')}/models", headers)
+    if not reached:
+        return {"endpoint": endpoint, "unreachable": True}
+    _, props = _probe_get(f"{base_url.rstrip('/').removesuffix('/v1')}/props", headers)
+    return {"endpoint": endpoint, "models": _listed_identity(listed, model), "server": _props_identity(props)}
+
+
+def _listed_identity(listed: Any, model: str) -> list[dict[str, Any]] | None:
+    data = listed.get("data") if isinstance(listed, dict) else None
+    entries = [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+    named = [item for item in entries if model == item.get("id") or model in (item.get("aliases") or [])]
+    chosen = [{key: item[key] for key in LISTED_IDENTITY_FIELDS if key in item} for item in named or entries]
+    return chosen or None
+
+
+def _props_identity(props: Any) -> dict[str, Any] | None:
+    if not isinstance(props, dict):
+        return None
+    identity = {key: props[key] for key in PROPS_IDENTITY_FIELDS if props.get(key) is not None}
+    template = props.get("chat_template")
+    if isinstance(template, str) and template:
+        identity["chat_template_sha256"] = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
+    return identity or None
+
+
+def _probe_get(url: str, headers: dict[str, str]) -> tuple[bool, Any]:
+    """(whether the server gave a lasting answer, its JSON body when the status was 200, else None).
+    No answer, a 408, 429 or 5xx is passing: the identity read then would not be the server's own."""
+    try:
+        response = httpx.get(url, headers=headers, timeout=SERVER_PROBE_TIMEOUT_S)
+    except httpx.HTTPError as error:
+        logger.debug("GET %s: %s", redact_credentials(url), one_line(error))
+        return False, None
+    if response.status_code in (408, 429) or response.status_code >= 500:
+        return False, None
+    try:
+        return True, response.json() if response.status_code == 200 else None
+    except ValueError:
+        return True, None
 
 
 def _retry_after_seconds(error: BaseException | None) -> float | None:

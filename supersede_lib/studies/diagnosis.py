@@ -29,7 +29,12 @@ from supersede_lib.data.episodes import episode_sample
 from supersede_lib.eval.runner import RunSettings, notes_max_tokens_for
 from supersede_lib.models.cache import ResponseCache
 from supersede_lib.models.chat import redact_credentials
-from supersede_lib.models.openai_api import estimate_cost_usd, is_local_url, is_openai_endpoint
+from supersede_lib.models.openai_api import (
+    cache_endpoint,
+    estimate_cost_usd,
+    is_local_url,
+    is_openai_endpoint,
+)
 from supersede_lib.profiles import Profile
 from supersede_lib.results.comparison import shares_as_percent
 from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
@@ -106,11 +111,18 @@ def diagnosis_profile(
     timeout_s: float | None = None,
     max_tokens_notes: int | None = None,
     max_tokens_answer: int | None = None,
+    cache_namespace: str | None = None,
 ) -> Profile:
     """An in-memory profile for one endpoint (validated like any configs/*.yaml); a setting left None
-    keeps the default (the isolation block's budget, the runner's token caps, the model's timeout)."""
+    keeps the default (the isolation block's budget, the runner's token caps, the model's timeout).
+    Cached replies are keyed on the endpoint and what it serves unless `cache_namespace` names replies
+    to share on purpose."""
     name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
     model_spec = {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env}
+    if cache_namespace is not None:
+        if not cache_namespace.strip() or not cache_namespace.isprintable():
+            raise ValueError(f"--cache-namespace {cache_namespace!r}: give a printable, non-empty name")
+        model_spec["cache_namespace"] = cache_namespace.strip()
     chosen = {
         "notes_budget_chars": notes_budget_chars,
         "max_tokens_notes": max_tokens_notes,
@@ -357,6 +369,47 @@ def cut_calls_advice(profile: Profile, manifests: dict[str, dict[str, Any]]) -> 
     ]
 
 
+def _listed_model(entry: dict[str, Any]) -> str:
+    """One GET /v1/models entry: its id, and llama.cpp's size facts or vLLM's root when given."""
+    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    facts = [
+        f"{meta['n_params'] / 1e9:.2f}B parameters" if isinstance(meta.get("n_params"), int) else "",
+        str(meta.get("ftype") or ""),
+        f"root `{entry['root']}`" if entry.get("root") and entry.get("root") != entry.get("id") else "",
+    ]
+    described = ", ".join(fact for fact in facts if fact)
+    return f"`{entry.get('id')}`" + (f" ({described})" if described else "")
+
+
+def served_line(profile: Profile, manifests: list[dict[str, Any]]) -> str:
+    """What served the calls, for the page: the endpoint, what it reported serving (GET /v1/models,
+    llama.cpp's /props), the replies' own model and fingerprint, and how the cache keyed them."""
+    spec = profile.model
+    parts = [f"Served by `{cache_endpoint(str(spec['base_url']))}`"]
+    identities = {(manifest.get("cache") or {}).get("served_by") for manifest in manifests} - {None}
+    for identity in sorted(identities):
+        served = json.loads(identity)
+        listed = served.get("models") or []
+        if listed:
+            parts.append("GET /v1/models: " + "; ".join(_listed_model(entry) for entry in listed))
+        if (served.get("server") or {}).get("model_path"):
+            parts.append(f"llama.cpp serves `{served['server']['model_path']}`")
+    stats = [manifest.get("model_stats") or {} for manifest in manifests]
+    replied = sorted({name for item in stats for name in item.get("served_models") or {}})
+    fingerprints = sorted({print_ for item in stats for print_ in item.get("system_fingerprints") or []})
+    if replied:
+        parts.append("replies name " + ", ".join(f"`{name}`" for name in replied))
+    if fingerprints:
+        parts.append("system_fingerprint " + ", ".join(f"`{value}`" for value in fingerprints))
+    if spec.get("cache_namespace"):
+        keyed = f"Cached replies are shared on purpose under the namespace `{spec['cache_namespace']}`."
+    elif is_openai_endpoint(str(spec["base_url"])):
+        keyed = "Cached replies are keyed on OpenAI's model name."
+    else:
+        keyed = "Cached replies are keyed on this endpoint and what it serves."
+    return "; ".join(parts) + f". {keyed}"
+
+
 def write_diagnosis(result: Any, planned: Estimate) -> Path:
     """The one-page report beside the study's files: Table 1, memory, failures, what it cost; built
     from this run's results only, and written whole (a reader never sees half a page)."""
@@ -369,6 +422,8 @@ def write_diagnosis(result: Any, planned: Estimate) -> Path:
         "",
         f"{profile.description} Data: {result.data_label}, n = {result.n}; grader: {result.grader}. "
         "Paper numbers (gpt-4.1-mini on LongMemEval) are quoted beside ours, never mixed.",
+        "",
+        served_line(profile, list(result.comparison.manifests.values())),
         "",
         "## Table 1: full context vs bounded memory",
         "",
