@@ -5,16 +5,16 @@ and the token caps and timeout the page advises changing are options."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 
-from supersede_lib import profiles
+from supersede_lib import diagnosis, profiles
 from supersede_lib.cli import diagnose
 from supersede_lib.data import longmemeval, synthetic
 from supersede_lib.models.local_server import LocalOpenAIServer
-from supersede_lib.studies import diagnosis
 
 ORACLE_FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval" / "longmemeval_oracle.json"
 EASY = ["--difficulty", "easy", "--model", "fake-model"]
@@ -145,10 +145,16 @@ def test_timeout_and_token_caps_are_options_and_the_page_names_them_when_replies
 
 
 @pytest.mark.realmodel
+@pytest.mark.skipif(
+    not os.environ.get("SUPERSEDE_TIMING_CHECK"),
+    reason="a timing target, not a unit test: set SUPERSEDE_TIMING_CHECK=1 to measure it (minutes of CPU)",
+)
 def test_the_measured_estimate_is_within_one_and_a_half_times_the_real_time(
     tmp_path: Path, llama_server
 ) -> None:
-    """On llama.cpp's own server with a small provisioned model (skipped without one): n = 2."""
+    """On llama.cpp's own server with a small provisioned model (skipped without one): n = 2. Opt-in:
+    how close the estimate comes depends on the machine's load, so it is a measurement to take on
+    purpose (name the CPU beside it), not a check CI can hold."""
     base_url, model_file = llama_server
     arguments = ["--base-url", base_url, "--model", model_file.stem, "--n", "2", "--difficulty", "easy"]
     assert diagnose.main([*arguments, "--out", str(tmp_path)]) == 0

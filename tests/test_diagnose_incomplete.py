@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from supersede_lib import profiles
+from supersede_lib import diagnosis, profiles
 from supersede_lib.cli import diagnose
 from supersede_lib.models.local_server import LocalOpenAIServer, ScriptedFailure, default_responder
 from supersede_lib.models.openai_api import OpenAIChatModel
-from supersede_lib.studies import diagnosis
 
 
 @pytest.fixture(autouse=True)

@@ -16,14 +16,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from supersede_lib import profiles
+from supersede_lib import diagnosis, profiles
 from supersede_lib.agent.settings import DEFAULT_MAX_TOKENS_ANSWER, DEFAULT_ROLLOUT
 from supersede_lib.data.longmemeval import DataUnavailableError
 from supersede_lib.eval.run_files import now_utc
 from supersede_lib.models.chat import ModelError
 from supersede_lib.results.headings import NOTEBOOK_ISOLATION
 from supersede_lib.results.outputs import StudyFailedError
-from supersede_lib.studies import diagnosis, isolation
+from supersede_lib.studies import isolation
 
 DEFAULT_OUT = (
     profiles.REPO_ROOT / "outputs" / "diagnose"

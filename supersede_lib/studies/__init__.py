@@ -2,6 +2,6 @@
 its conditions, analyses them, and writes tables, figures and a summary under outputs/<profile>/.
 
 One module per notebook (`data_overview`, `isolation`, `frontier`, `scale`, `environment_validation`,
-`training`, `transfer`), `evaluation_sets` (trained adapters judged on named sets), `diagnosis`
-(Table 1 for any OpenAI-compatible model on one page) and `notebook` (what a notebook's cells call).
+`training`, `transfer`), `evaluation_sets` (trained adapters judged on named sets) and `notebook`
+(what a notebook's cells call).
 """
