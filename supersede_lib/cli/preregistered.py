@@ -11,14 +11,8 @@ import argparse
 from collections.abc import Sequence
 
 from supersede_lib import profiles
+from supersede_lib.prereg import registered
 from supersede_lib.prereg.analysis import write_results
-from supersede_lib.prereg.registered import (
-    judge_baselines,
-    next_run,
-    parse_run,
-    train_and_judge,
-    verify_record,
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,19 +24,19 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--next", action="store_true", help="train and judge the next registered run")
     group.add_argument("--run", metavar="ARM:SEED", help="train and judge this registered run")
     group.add_argument("--report", action="store_true", help="write the registered analysis of what has run")
-    group.add_argument(
-        "--verify", action="store_true", help="replay every committed piece and compare its table"
-    )
-    group.add_argument(
-        "--regrade",
-        action="store_true",
-        help="replay every committed piece and adopt what the matcher now says",
-    )
+    replays = {
+        "--verify": "replay every committed piece and compare its table",
+        "--regrade": "replay every committed piece and adopt what the matcher now says",
+    }
+    for flag, text in replays.items():
+        group.add_argument(flag, action="store_true", help=text)
     return parser
 
 
 def _verify(profile: profiles.Profile, *, regrade: bool) -> int:
-    problems = verify_record(profile, profiles.REPO_ROOT / ".replay" / "preregistered", regrade=regrade)
+    problems = registered.verify_record(
+        profile, profiles.REPO_ROOT / ".replay" / "preregistered", regrade=regrade
+    )
     print("\n".join(problems) or f"every committed piece of {profile.name} reproduced")
     if regrade and problems:
         print(f"regraded {len(problems)} piece(s) with this commit's matcher, live measurements kept")
@@ -54,16 +48,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     profile = profiles.load_profile(args.profile)
     if args.baselines:
-        judge_baselines(profile, args.sets.split(",") if args.sets else None)
+        registered.judge_baselines(profile, args.sets.split(",") if args.sets else None)
         return 0
     if args.report:
         print(write_results(profile))
         return 0
     if args.verify or args.regrade:
         return _verify(profile, regrade=args.regrade)
-    run = next_run(profile) if args.next else parse_run(args.run, profile)
+    run = registered.next_run(profile) if args.next else registered.parse_run(args.run, profile)
     if run is None:
         print("every registered run is trained and judged")
         return 0
-    train_and_judge(profile, *run)
+    registered.train_and_judge(profile, *run)
     return 0

@@ -17,19 +17,8 @@ from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.models.chat import release_model
 from supersede_lib.profiles import FrontierBlock, Profile, judge_for
+from supersede_lib.results import comparison as paired
 from supersede_lib.results import paper_results
-from supersede_lib.results.comparison import (
-    MEMORY_NOTE,
-    ConditionComparison,
-    accuracy_cell,
-    combine_failures,
-    compare_conditions,
-    comparison_numbers,
-    failure_counts_table,
-    memory_numbers,
-    shares_as_percent,
-    write_failures,
-)
 from supersede_lib.results.headings import NOTEBOOK_FRONTIER, format_pvalue, percent
 from supersede_lib.results.outputs import StudyResult, record_summary, study_progress, write_table
 
@@ -42,7 +31,7 @@ class FrontierResult(StudyResult):
     data_label: str
     n: int
     grader: str
-    comparisons: list[ConditionComparison]
+    comparisons: list[paired.ConditionComparison]
     accuracy: pd.DataFrame  # tidy: model, condition, n, correct, accuracy, ci_low, ci_high
     table: pd.DataFrame  # paper models and ours in separate column groups (Table 1)
     failures: pd.DataFrame
@@ -64,7 +53,7 @@ def paper_table1_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def frontier_table(comparisons: list[ConditionComparison], ours_header: str) -> pd.DataFrame:
+def frontier_table(comparisons: list[paired.ConditionComparison], ours_header: str) -> pd.DataFrame:
     """Row i: the paper's i-th model beside our i-th model; never in the same column."""
     paper_header = f"paper (LongMemEval oracle, LLM judge, n={paper_results.TABLE1_N})"
     ours_rows = []
@@ -74,8 +63,8 @@ def frontier_table(comparisons: list[ConditionComparison], ours_header: str) -> 
         ours_rows.append(
             [
                 comparison.model,
-                accuracy_cell(acc.loc["full_context"], interval=False),
-                accuracy_cell(acc.loc["bounded_memory"], interval=False),
+                paired.accuracy_cell(acc.loc["full_context"], interval=False),
+                paired.accuracy_cell(acc.loc["bounded_memory"], interval=False),
                 f"b={test['b']}, c={test['c']}, p={format_pvalue(test['p_chi2_corrected'])}",
             ]
         )
@@ -110,7 +99,7 @@ def frontier_table(comparisons: list[ConditionComparison], ours_header: str) -> 
     return pd.DataFrame(rows, columns=columns)
 
 
-def run_frontier_models(profile: Profile, *, progress: bool = True) -> list[ConditionComparison]:
+def run_frontier_models(profile: Profile, *, progress: bool = True) -> list[paired.ConditionComparison]:
     """Both conditions for every model in `frontier.models`, on the same questions, one model at a time."""
     block: FrontierBlock = profile.require("frontier")
     directory = profiles.output_dir(profile, NOTEBOOK_FRONTIER)
@@ -123,7 +112,7 @@ def run_frontier_models(profile: Profile, *, progress: bool = True) -> list[Cond
         for spec in block.models:
             model = profiles.model_for(spec, profile)
             comparisons.append(
-                compare_conditions(
+                paired.compare_conditions(
                     episodes,
                     model,
                     settings,
@@ -136,11 +125,11 @@ def run_frontier_models(profile: Profile, *, progress: bool = True) -> list[Cond
     return comparisons
 
 
-def analyse_frontier(profile: Profile, comparisons: list[ConditionComparison]) -> FrontierResult:
+def analyse_frontier(profile: Profile, comparisons: list[paired.ConditionComparison]) -> FrontierResult:
     """Table 1 across models (paper and ours apart), accuracy per model and condition, failure classes."""
     data = profile.require("frontier").episodes.label
     n, grader = comparisons[0].n, comparisons[0].grader
-    failures = combine_failures([comparison.failures for comparison in comparisons])
+    failures = paired.combine_failures([comparison.failures for comparison in comparisons])
     return FrontierResult(
         profile=profile,
         data_label=data,
@@ -150,7 +139,7 @@ def analyse_frontier(profile: Profile, comparisons: list[ConditionComparison]) -
         accuracy=pd.concat([comparison.accuracy for comparison in comparisons], ignore_index=True),
         table=frontier_table(comparisons, f"ours ({data}, {profile.name}, {grader}, n={n})"),
         failures=failures,
-        failure_counts=failure_counts_table(failures, ("model",)),
+        failure_counts=paired.failure_counts_table(failures, ("model",)),
     )
 
 
@@ -166,8 +155,10 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
     memory = pd.concat([comparison.memory for comparison in comparisons], ignore_index=True)
     tables = [
         write_table(directory, "table1_frontier", result.table),
-        write_failures(directory, result.failures, counts),
-        write_table(directory, "memory_metrics", memory, MEMORY_NOTE, shown=shares_as_percent(memory)),
+        paired.write_failures(directory, result.failures, counts),
+        write_table(
+            directory, "memory_metrics", memory, paired.MEMORY_NOTE, shown=paired.shares_as_percent(memory)
+        ),
     ]
     figure = plots.accuracy_by_model_figure(
         result.accuracy,
@@ -183,10 +174,12 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
     numbers = [
         number
         for comparison in comparisons
-        for number in comparison_numbers(comparison, result.data_label, profile.name)
+        for number in paired.comparison_numbers(comparison, result.data_label, profile.name)
     ]
     meta = {"data": result.data_label, "profile": profile.name}
-    numbers += [number for comparison in comparisons for number in memory_numbers(comparison.memory, meta)]
+    numbers += [
+        number for comparison in comparisons for number in paired.memory_numbers(comparison.memory, meta)
+    ]
     config = profile.as_config("frontier", "judge")
     return record_summary(result, directory, NOTEBOOK_FRONTIER, numbers, tables, config)
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
+from supersede_lib.data.synthetic.tables import as_tuples
 from supersede_lib.models.gguf import MODEL_DIR_ENV, default_model_dir
 from supersede_lib.models.numbers import check_numbers
 
@@ -193,15 +194,6 @@ class TrainingConfig:
         return cls(**base)
 
 
-def _as_tuples(value: Any) -> Any:
-    """YAML lists become the tuples the config's fields hold (a frozen config hashes and compares)."""
-    if isinstance(value, list):
-        return tuple(_as_tuples(item) for item in value)
-    if isinstance(value, dict):
-        return {key: _as_tuples(item) for key, item in value.items()}
-    return value
-
-
 def read_preset(name: str, presets_dir: Path = PRESETS_DIR) -> dict[str, Any]:
     """A named training preset, `configs/training/<name>.yaml`, as TrainingConfig's keyword arguments.
 
@@ -217,7 +209,7 @@ def read_preset(name: str, presets_dir: Path = PRESETS_DIR) -> dict[str, Any]:
     model_file = settings.pop("model_file", None)
     if model_file is not None:
         settings["model_name_or_path"] = str(model_dir() / model_file)
-    return {key: _as_tuples(value) for key, value in settings.items()}
+    return {key: as_tuples(value) for key, value in settings.items()}
 
 
 def tiny_smoke_config(

@@ -11,16 +11,17 @@ from importlib.resources import files
 from typing import Any
 
 
-def _frozen(item: Any) -> Any:
-    """JSON lists as tuples, recursively; objects stay dicts of frozen items."""
+def as_tuples(item: Any) -> Any:
+    """JSON or YAML lists as tuples, recursively; objects stay dicts of frozen items (a frozen dataclass
+    holding them hashes and compares)."""
     if isinstance(item, list):
-        return tuple(_frozen(element) for element in item)
+        return tuple(as_tuples(element) for element in item)
     if isinstance(item, dict):
-        return {key: _frozen(value) for key, value in item.items()}
+        return {key: as_tuples(value) for key, value in item.items()}
     return item
 
 
 def load_table(file_name: str) -> Any:
     """One JSON file of this package, frozen."""
     text = files(__package__).joinpath(file_name).read_text(encoding="utf-8")
-    return _frozen(json.loads(text))
+    return as_tuples(json.loads(text))
