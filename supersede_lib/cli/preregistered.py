@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from supersede_lib import profiles
 from supersede_lib.prereg import registered
 from supersede_lib.prereg.analysis import write_results
+from supersede_lib.reproduce.notebooks import REPLAY_ROOT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,9 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _verify(profile: profiles.Profile, *, regrade: bool) -> int:
-    problems = registered.verify_record(
-        profile, profiles.REPO_ROOT / ".replay" / "preregistered", regrade=regrade
-    )
+    problems = registered.verify_record(profile, REPLAY_ROOT / "preregistered", regrade=regrade)
     print("\n".join(problems) or f"every committed piece of {profile.name} reproduced")
     if regrade and problems:
         print(f"regraded {len(problems)} piece(s) with this commit's matcher, live measurements kept")

@@ -536,12 +536,7 @@ def _count_field(usage: dict[str, Any], key: str) -> int:
 
 def _get_json(url: str, headers: dict[str, str]) -> Any:
     """The JSON body of a GET, or None when the server has no such route or is not reachable."""
-    try:
-        response = httpx.get(url, headers=headers, timeout=SERVER_PROBE_TIMEOUT_S)
-        return response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as error:
-        logger.debug("GET %s: %s", redact_credentials(url), one_line(error))
-        return None
+    return _probe_get(url, headers)[1]
 
 
 DROPPED = "dropped"
