@@ -17,7 +17,6 @@ from typing import Any, Literal
 import pandas as pd
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.eval.matcher import Score
 from supersede_lib.eval.rollout_driver import RolloutOutcome
 
@@ -72,6 +71,12 @@ class ResultRow:
     notes_hold_current: bool | None = _copied("memory", "holds_current")
     notes_hold_stale: bool | None = _copied("memory", "holds_stale")
     notes_hold_current_keyed: bool | None = _copied("memory", "holds_current_keyed")
+    memory_policy: str | None = _copied(
+        "outcome"
+    )  # which memory design wrote the notes; empty under full context
+    memory_failures: int = _copied(
+        "outcome"
+    )  # memory replies the policy could not use (bad tool call or JSON)
 
     def as_dict(self) -> dict[str, Any]:
         """The row as the run's frame and the manifest's totals read it, in column order."""
@@ -119,7 +124,7 @@ def question_row(
     """The row of one finished question: its rollout's `outcome`, graded by the matcher's `score`;
     `memory` is the trajectory's memory record (None under full context)."""
     episode, rollout = outcome.episode, outcome.rollout
-    is_bounded = isinstance(rollout, BoundedMemoryRollout)
+    is_bounded = rollout.bounded
     return ResultRow(
         **_copied_values(episode, outcome, memory),
         notes_budget_chars=rollout.notes_budget_chars if is_bounded else None,

@@ -45,15 +45,22 @@ KEY_PACKAGES = (
 
 
 def default_run_name(
-    condition: str, model_name: str, notes_budget_chars: int | None, chars_per_session: int | None
+    condition: str,
+    model_name: str,
+    notes_budget_chars: int | None,
+    chars_per_session: int | None,
+    memory: str = "notes",
 ) -> str:
-    """A file-safe run name such as `bounded_memory__gpt-4.1-mini__B300`."""
+    """A file-safe run name such as `bounded_memory__gpt-4.1-mini__B300` (a memory policy other than
+    the notes adds its name: `bounded_memory__gpt-4.1-mini__B300__core_memory`)."""
     parts = [condition, re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-") or "model"]
     if condition == "bounded_memory":
         if chars_per_session is not None:
             parts.append(f"C{chars_per_session}")
         elif notes_budget_chars is not None:
             parts.append(f"B{notes_budget_chars}")
+        if memory != "notes":
+            parts.append(memory)
     return "__".join(parts)
 
 

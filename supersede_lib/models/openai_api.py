@@ -31,6 +31,7 @@ import openai
 from supersede_lib.models.chat import (
     ChatResult,
     ContextOverflowError,
+    EmbedResult,
     Message,
     ModelCallError,
     ModelConfigError,
@@ -46,6 +47,7 @@ from supersede_lib.models.rate_limit import report_rate_limited, report_success,
 
 logger = logging.getLogger(__name__)
 CHAT_PATH = "/chat/completions"
+EMBEDDINGS_PATH = "/embeddings"
 SERVER_PROBE_TIMEOUT_S = 3.0  # GET /props and /v1/models: a server that is up answers at once
 
 OPENAI_HOST = "api.openai.com"
@@ -170,6 +172,7 @@ class OpenAIChatModel:
         name: str | None = None,
         cache_namespace: str | None = None,
         reasoning: bool | None = None,
+        embedding_model: str | None = None,
         reasoning_token_floor: int = REASONING_TOKEN_FLOOR,
         sleep: SleepFunction = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
@@ -190,6 +193,7 @@ class OpenAIChatModel:
         self.retry_after_max_s = retry_after_max_s
         self.extra_params = dict(extra_params or {})
         self.reasoning_effort = reasoning_effort
+        self.embedding_model = embedding_model
         self.openai_endpoint = is_openai_endpoint(base_url)
         # another server's names are its own: a local model named gpt-5-local is sampled like any other
         self.reasoning = (
@@ -280,10 +284,17 @@ class OpenAIChatModel:
         return self._async_client
 
     def request_params(
-        self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int
+        self,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float,
+        seed: int,
+        tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments sent to `chat.completions.create` (reasoning models differ)."""
         params: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
+        if tools:
+            params["tools"] = tools
         if self.reasoning:
             if max_tokens is not None:
                 params["max_completion_tokens"] = max(max_tokens, self.reasoning_token_floor)
@@ -314,16 +325,40 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int = 0,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
-        params = self.request_params(messages, max_tokens, temperature, seed)
+        params = self.request_params(messages, max_tokens, temperature, seed, tools)
         # the body as `create` would send it, posted as is: `create` first walks every message
         # through the SDK's type annotations (a third of the client's CPU a call, measured on the bench)
         body = {
             **{key: value for key, value in params.items() if key != "extra_body"},
             **params.get("extra_body", {}),
         }
-        client = self._client()
         started = time.perf_counter()
+        result = await self._post(CHAT_PATH, body, lambda reply: _read_completion(reply, self.name))
+        self._count(result)
+        return replace(result, latency_s=time.perf_counter() - started, model=self.name)
+
+    async def aembed(self, texts: list[str]) -> EmbedResult:
+        """One vector per text from the server's `POST /embeddings`, with the same retry policy as a
+        chat call. The model asked is `embedding_model` (default: the chat model's name, which a
+        llama.cpp server started with embeddings on answers with its one model)."""
+        body = {"model": self.embedding_model or self.model, "input": list(texts)}
+        started = time.perf_counter()
+        vectors, prompt_tokens = await self._post(
+            EMBEDDINGS_PATH, body, lambda reply: _read_embeddings(reply, texts)
+        )
+        self.prompt_tokens += prompt_tokens
+        return EmbedResult(
+            vectors=vectors,
+            prompt_tokens=prompt_tokens,
+            latency_s=time.perf_counter() - started,
+            model=self.name,
+        )
+
+    async def _post(self, path: str, body: dict[str, Any], read: Callable[[Any], Any]) -> Any:
+        """POST `body` to `path` and `read` the JSON reply, retrying as the class docstring says."""
+        client = self._client()
         self.call_count += 1
         last_error: BaseException | None = None
         for attempt in range(self.max_retries + 1):
@@ -332,24 +367,23 @@ class OpenAIChatModel:
                 await self._sleep(self.backoff_delay(attempt - 1, _retry_after_seconds(last_error)))
             self.attempt_count += 1
             try:
-                reply = await client.post(CHAT_PATH, cast_to=object, body=body)
+                reply = await client.post(path, cast_to=object, body=body)
                 self._reached = True
-                result = _read_completion(reply, self.name)
+                result = read(reply)
             except Exception as error:  # classified below; unknown errors propagate unchanged
                 if not self._is_retryable(error):
                     raise
                 last_error = error
                 continue
             report_success()
-            self._count(result)
-            return replace(result, latency_s=time.perf_counter() - started, model=self.name)
+            return result
         raise self._exhausted_error(last_error)
 
     def _count(self, result: ChatResult) -> None:
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
         self.cut_replies += result.was_cut
-        self.empty_replies += not result.text.strip()
+        self.empty_replies += not result.text.strip() and not result.tool_calls
         self.cached_prompt_tokens += result.cached_prompt_tokens or 0
         if result.served_model:
             self.served_models[result.served_model] = self.served_models.get(result.served_model, 0) + 1
@@ -392,6 +426,34 @@ class OpenAIChatModel:
         if not identity.get("unreachable"):
             self._served_identity = identity
         return identity
+
+    def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
+        """Which of `needs` ("tools", "embeddings") this endpoint does not serve, each with why; asked
+        before a run's first paid call. OpenAI's own endpoint serves tools (embeddings need an
+        `embedding_model`). A self-hosted server is asked: tools through llama.cpp's GET /props
+        (`chat_template_caps.supports_tools`; a server that says nothing is taken at its word), embeddings
+        by one embedding of one word (llama.cpp answers 501 unless started with embeddings on). A server
+        that cannot be reached is not judged here: the run's first call says so with its own error."""
+        missing: dict[str, str] = {}
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        if "tools" in needs and not self.openai_endpoint and self.base_url:
+            _, props = _probe_get(f"{self.base_url.rstrip('/').removesuffix('/v1')}/props", headers)
+            caps = props.get("chat_template_caps") if isinstance(props, dict) else None
+            if isinstance(caps, dict) and caps.get("supports_tools") is False:
+                missing["tools"] = (
+                    f"the server at {self.endpoint} says its chat template has no tool support "
+                    "(llama.cpp: start it with --jinja and a template that takes tools)"
+                )
+        if "embeddings" in needs:
+            if self.openai_endpoint and not self.embedding_model:
+                missing["embeddings"] = (
+                    f"{self.model} is a chat model: give embedding_model for OpenAI's endpoint"
+                )
+            elif self.base_url:
+                problem = _embeddings_problem(self.base_url, self.embedding_model or self.model, headers)
+                if problem:
+                    missing["embeddings"] = f"the server at {self.endpoint} serves no embeddings ({problem})"
+        return missing
 
     def _is_retryable(self, error: Exception) -> bool:
         """True for transient failures; raises the right error at once for permanent ones."""
@@ -510,6 +572,7 @@ def _read_completion(body: Any, model: str) -> ChatResult:
         raise _MalformedResponse(f"response has no choices[0].message ({type(body).__name__})") from error
     if not isinstance(text, str):
         raise _MalformedResponse(f"message content is {type(text).__name__}, not text")
+    tool_calls = _read_tool_calls(choice["message"].get("tool_calls"))
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     details = usage.get("prompt_tokens_details")
     cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
@@ -525,7 +588,40 @@ def _read_completion(body: Any, model: str) -> ChatResult:
         served_model=served_model if isinstance(served_model, str) and served_model else None,
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
         cached_prompt_tokens=cached_tokens if isinstance(cached_tokens, int) else None,
+        tool_calls=tool_calls,
     )
+
+
+def _read_tool_calls(calls: Any) -> tuple[dict[str, str], ...]:
+    """A message's `tool_calls` as `{"name", "arguments"}` pairs, arguments as the JSON text the server
+    sent (an object some servers send is written back as JSON text); whatever the model wrote in them
+    is the memory policy's to judge, not a malformed response."""
+    read = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        read.append({"name": str(function.get("name") or ""), "arguments": arguments})
+    return tuple(read)
+
+
+def _read_embeddings(body: Any, texts: list[str]) -> tuple[tuple[tuple[float, ...], ...], int]:
+    """The vectors of an embeddings body, in the order of `texts`, and its prompt tokens;
+    `_MalformedResponse` when it holds other than one vector of numbers per text."""
+    try:
+        items = sorted(body["data"], key=lambda item: item.get("index", 0))
+        vectors = tuple(tuple(float(value) for value in item["embedding"]) for item in items)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise _MalformedResponse(
+            f"embeddings response has no data[].embedding ({type(body).__name__})"
+        ) from error
+    if len(vectors) != len(texts) or any(not vector for vector in vectors):
+        raise _MalformedResponse(f"{len(vectors)} vectors for {len(texts)} texts")
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    return vectors, _count_field(usage, "prompt_tokens")
 
 
 def _count_field(usage: dict[str, Any], key: str) -> int:
@@ -630,6 +726,25 @@ def _props_identity(props: Any) -> dict[str, Any] | None:
     if isinstance(template, str) and template:
         identity["chat_template_sha256"] = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
     return identity or None
+
+
+def _embeddings_problem(base_url: str, model: str, headers: dict[str, str]) -> str | None:
+    """Why a one-word POST /embeddings failed (its status and message), or None when it gave a vector
+    or the server could not be reached (not a missing capability)."""
+    url = f"{base_url.rstrip('/')}{EMBEDDINGS_PATH}"
+    try:
+        response = httpx.post(url, headers=headers, json={"model": model, "input": ["probe"]}, timeout=30)
+    except httpx.HTTPError:
+        return None
+    if response.status_code == 200:
+        try:
+            _read_embeddings(response.json(), ["probe"])
+            return None
+        except (ValueError, _MalformedResponse) as error:
+            return f"200 without a vector: {one_line(error, 120)}"
+    if response.status_code in (408, 429) or response.status_code >= 500 and response.status_code != 501:
+        return None
+    return f"POST /embeddings answered {response.status_code}: {one_line(response.text, 160)}"
 
 
 def _probe_get(url: str, headers: dict[str, str]) -> tuple[bool, Any]:
