@@ -65,6 +65,12 @@ class ResultRow:
     cut_calls: int = _copied("outcome")  # replies stopped at the token limit
     empty_replies: int = _copied("outcome")
     prompt_variant: str
+    memory_policy: str | None = _copied(
+        "outcome"
+    )  # which memory design wrote the notes; empty under full context
+    memory_failures: int = _copied(
+        "outcome"
+    )  # memory replies the policy could not use (bad tool call or JSON)
     notes_changed_share: float | None = _copied("memory", "changed_share")
     notes_empty_share: float | None = _copied("memory", "empty_share")
     notes_echo_example: bool | None = _copied("memory", "echoes_example")
