@@ -431,18 +431,17 @@ class OpenAIChatModel:
         """Which of `needs` ("tools", "embeddings") this endpoint does not serve, each with why; asked
         before a run's first paid call. OpenAI's own endpoint serves tools (embeddings need an
         `embedding_model`). A self-hosted server is asked: tools through llama.cpp's GET /props
-        (`chat_template_caps.supports_tools`; a server that says nothing is taken at its word), embeddings
-        by one embedding of one word (llama.cpp answers 501 unless started with embeddings on). A server
+        by a one-token chat with one tool (llama.cpp answers 400 without --jinja, and with it serves tools
+        even where its template has none, in its generic format), embeddings by one embedding of one
+        word (llama.cpp answers 501 unless started with embeddings on). A server
         that cannot be reached is not judged here: the run's first call says so with its own error."""
         missing: dict[str, str] = {}
         headers = {"Authorization": f"Bearer {self._api_key}"}
         if "tools" in needs and not self.openai_endpoint and self.base_url:
-            _, props = _probe_get(f"{self.base_url.rstrip('/').removesuffix('/v1')}/props", headers)
-            caps = props.get("chat_template_caps") if isinstance(props, dict) else None
-            if isinstance(caps, dict) and caps.get("supports_tools") is False:
+            problem = _tools_problem(self.base_url, self.model, headers)
+            if problem:
                 missing["tools"] = (
-                    f"the server at {self.endpoint} says its chat template has no tool support "
-                    "(llama.cpp: start it with --jinja and a template that takes tools)"
+                    f"the server at {self.endpoint} takes no tools ({problem}; llama.cpp: start it with --jinja)"
                 )
         if "embeddings" in needs:
             if self.openai_endpoint and not self.embedding_model:
@@ -728,23 +727,54 @@ def _props_identity(props: Any) -> dict[str, Any] | None:
     return identity or None
 
 
-def _embeddings_problem(base_url: str, model: str, headers: dict[str, str]) -> str | None:
-    """Why a one-word POST /embeddings failed (its status and message), or None when it gave a vector
-    or the server could not be reached (not a missing capability)."""
-    url = f"{base_url.rstrip('/')}{EMBEDDINGS_PATH}"
+_PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "probe",
+        "description": "unused",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def _tools_problem(base_url: str, model: str, headers: dict[str, str]) -> str | None:
+    """Why a one-token chat with one tool was refused (its status and message), or None when it was
+    served or the server could not be reached (not a missing capability)."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [_PROBE_TOOL],
+        "max_tokens": 1,
+    }
+    return _probe_post(f"{base_url.rstrip('/')}{CHAT_PATH}", headers, body, lambda reply: None)
+
+
+def _probe_post(
+    url: str, headers: dict[str, str], body: dict[str, Any], check: Callable[[Any], Any]
+) -> str | None:
+    """POST a capability probe: None when it was served (`check` accepts the JSON reply) or gave no
+    lasting answer; else the refusal's status and message."""
     try:
-        response = httpx.post(url, headers=headers, json={"model": model, "input": ["probe"]}, timeout=30)
+        response = httpx.post(url, headers=headers, json=body, timeout=60)
     except httpx.HTTPError:
         return None
     if response.status_code == 200:
         try:
-            _read_embeddings(response.json(), ["probe"])
+            check(response.json())
             return None
         except (ValueError, _MalformedResponse) as error:
-            return f"200 without a vector: {one_line(error, 120)}"
+            return f"200 without the expected reply: {one_line(error, 120)}"
     if response.status_code in (408, 429) or response.status_code >= 500 and response.status_code != 501:
         return None
-    return f"POST /embeddings answered {response.status_code}: {one_line(response.text, 160)}"
+    return f"{response.status_code}: {one_line(response.text, 160)}"
+
+
+def _embeddings_problem(base_url: str, model: str, headers: dict[str, str]) -> str | None:
+    """Why a one-word POST /embeddings failed (its status and message), or None when it gave a vector
+    or the server could not be reached (not a missing capability)."""
+    body = {"model": model, "input": ["probe"]}
+    url = f"{base_url.rstrip('/')}{EMBEDDINGS_PATH}"
+    return _probe_post(url, headers, body, lambda reply: _read_embeddings(reply, ["probe"]))
 
 
 def _probe_get(url: str, headers: dict[str, str]) -> tuple[bool, Any]:
