@@ -303,17 +303,32 @@ def test_tool_calls_are_cached_under_a_key_with_the_tools_and_replayed(tmp_path)
 
 
 @pytest.mark.realmodel
-@pytest.mark.parametrize("name", POLICIES)
-def test_every_policy_finishes_against_llama_cpps_own_http_server(llama_server, name: str) -> None:
-    """Real replies (SmolLM2 writes bad JSON and tool calls often): the run finishes with a row, and what
-    the policy could not use is counted, not raised."""
+def test_every_policy_finishes_against_llama_cpps_own_http_server(llama_server) -> None:
+    """Real replies (a 135M model writes bad JSON and tool calls often): every policy's run finishes with
+    a row, and what the policy could not use is counted, not raised. One server for all, one short
+    episode each, short replies: CI time."""
     base_url, model_file = llama_server
     model = OpenAIChatModel(model_file.stem, base_url=base_url, timeout_s=120, max_retries=1)
-    settings = RunSettings(memory=name, max_tokens_notes=48, max_tokens_answer=16, concurrency=1)
-    result = run_condition([make_episode("ep-1", 2)], "bounded_memory", model, settings, progress=False)
-    row = result.frame.iloc[0]
-    assert row.memory_policy == name and not row.failed and row.error is None
-    assert row.memory_failures == sum(
-        bool(turn.get("memory_failure")) for turn in result.trajectories[0]["turns"]
+    for name in POLICIES:
+        settings = RunSettings(memory=name, max_tokens_notes=32, max_tokens_answer=12, concurrency=1)
+        result = run_condition([make_episode("ep-1", 2)], "bounded_memory", model, settings, progress=False)
+        row, turns = result.frame.iloc[0], result.trajectories[0]["turns"]
+        assert row.memory_policy == name and not row.failed and row.error is None, name
+        assert row.memory_failures == sum(bool(turn.get("memory_failure")) for turn in turns), name
+        assert len(row.final_notes or "") <= 300 and turns[-1]["kind"] == "answer", name
+
+
+def test_verify_reads_the_new_row_columns_as_older_records_imply_and_no_further(tmp_path) -> None:
+    from supersede_lib.reproduce.verify import compare_csv
+
+    committed = tmp_path / "committed.csv"
+    committed.write_text("episode_id,verdict\nep-1,correct\nep-2,wrong\n")
+    replayed = tmp_path / "replay.csv"
+    replayed.write_text(
+        "episode_id,verdict,memory_policy,memory_failures\nep-1,correct,notes,0\nep-2,wrong,,0\n"
     )
-    assert len(row.final_notes or "") <= 300
+    assert compare_csv(committed, replayed) is None
+    replayed.write_text(
+        "episode_id,verdict,memory_policy,memory_failures\nep-1,correct,core_memory,0\nep-2,wrong,,0\n"
+    )
+    assert "memory_policy added with ['core_memory']" in compare_csv(committed, replayed)

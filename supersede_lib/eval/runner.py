@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.memory import get_memory_policy
+from supersede_lib.agent.memory import DEFAULT_MEMORY, get_memory_policy
 from supersede_lib.agent.rollout import make_rollout
 from supersede_lib.agent.settings import AUTO, RolloutSettings
 from supersede_lib.eval.matcher import score_episode_answer  # read here per question: tests swap it
@@ -222,6 +222,8 @@ async def arun_condition(
     trajectories = [result.trajectory for result in results]
     frame = rows_frame(rows)
     config = {"condition": condition, **asdict(settings)}
+    if config["memory"] == DEFAULT_MEMORY:  # as every run made before policies: a replay is the same run
+        del config["memory"]
     manifest = build_manifest(
         config,
         model,
