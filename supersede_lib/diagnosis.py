@@ -36,6 +36,7 @@ from supersede_lib.models.openai_api import (
     is_openai_endpoint,
 )
 from supersede_lib.profiles import Profile
+from supersede_lib.results.comparison import incomplete_line as comparison_incomplete_line
 from supersede_lib.results.comparison import shares_as_percent
 from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
 
@@ -324,9 +325,9 @@ def incomplete_line(comparison: Any) -> str | None:
     failure is neither right nor wrong, so the table is unfinished, not a finding."""
     if not comparison.left_out:
         return None
+    first = comparison_incomplete_line(len(comparison.left_out), comparison.questions)
     return (
-        f"> **incomplete: {len(comparison.left_out)} of {comparison.questions} failed — re-run the same "
-        "command to finish.** The server failed these questions (connection, timeouts, 5xx after "
+        f"{first} The server failed these questions (connection, timeouts, 5xx after "
         f"retries; the `error` column of the run CSVs says why). They are left out of every number below, "
         f"which compares the {comparison.n} questions both conditions answered; finished answers are in "
         "the response cache, so the re-run asks only for the rest."

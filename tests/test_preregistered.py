@@ -63,15 +63,14 @@ def test_the_controls_run_the_same_base_on_the_same_test_episodes() -> None:
 
 
 def test_a_set_may_run_its_own_agent_and_token_caps() -> None:
-    block = PROFILE.require("transfer")
     config = planned_arms(PROFILE)[0].config
     run = evaluation_sets._ConfigOnly(config)
-    hard = set_settings(block, _sets()["hard"], [run])
+    hard = set_settings(PROFILE, _sets()["hard"], [run])
     assert (hard.max_tokens_notes, hard.max_tokens_answer) == (160, 128)
-    plain = set_settings(block, _sets()["test"], [run])
+    plain = set_settings(PROFILE, _sets()["test"], [run])
     assert plain.max_tokens_answer == config.max_completion_length  # the cap the policy trained under
     assert (
-        set_settings(block, _sets()["test-format-controlled"], [run]).prompt_variant
+        set_settings(PROFILE, _sets()["test-format-controlled"], [run]).prompt_variant
         == "v12_line_edits_repaired"
     )
 

@@ -250,9 +250,10 @@ def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, 
     failed = [row for row in rows if row["failed"]]
     if failed:
         warnings.append(
-            f"model {model_name}: {len(failed)} of {len(rows)} questions failed (scored wrong; see the 'error' column; "
-            f"first: {failed[0]['episode_id']}: {one_line(failed[0]['error'], 200)}); "
-            "a re-run with the same response cache retries only those"
+            f"model {model_name}: {len(failed)} of {len(rows)} questions failed (neither right nor wrong: left "
+            "out of every accuracy and paired comparison, and the tables say incomplete; see the 'error' "
+            f"column; first: {failed[0]['episode_id']}: {one_line(failed[0]['error'], 200)}); "
+            "re-run the same command to finish: the response cache retries only those"
         )
     if totals["cut_calls"] or totals["empty_replies"]:
         warnings.append(

@@ -204,13 +204,22 @@ def study_warnings(directory: Path, manifests: dict[str, dict[str, Any]] | None 
 
 
 def write_table(
-    directory: Path, name: str, frame: pd.DataFrame, note: str = "", shown: pd.DataFrame | None = None
+    directory: Path,
+    name: str,
+    frame: pd.DataFrame,
+    note: str = "",
+    shown: pd.DataFrame | None = None,
+    *,
+    first_line: str | None = None,
 ) -> str:
     """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name.
 
-    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages).
+    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages);
+    `first_line` goes above the table, where a reader cannot miss it (an unfinished table says so).
     """
     text = markdown_table(frame if shown is None else shown) + (f"\n{note}\n" if note else "")
+    if first_line:
+        text = f"{first_line}\n\n{text}"
     write_text_atomic(directory / f"{name}.md", text)
     write_csv_atomic(frame, directory / f"{name}.csv")
     return f"{name}.md"
