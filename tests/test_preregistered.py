@@ -147,6 +147,23 @@ def test_the_registered_analysis_pairs_by_episode_against_the_controls(
     assert verdict.startswith("primary arm `verdict`: 1 of 3 seeds judged; 1 above")
 
 
+def test_a_question_the_arm_failed_on_leaves_its_accuracy_and_its_paired_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    n = 20
+    for set_name in ("test", "test-format-controlled", "test-full-context"):
+        _write_set(tmp_path, set_name, "base", [i < 10 for i in range(n)])
+    label = "verdict__seed-11__step-20"
+    _write_set(tmp_path, "test", label, [i < 10 for i in range(n)])
+    path = preregistered.set_folder(PROFILE, _sets()["test"]) / f"{label}.csv"
+    rows = pd.read_csv(path).assign(failed=[i < 5 for i in range(n)])  # the server died on 5 of them
+    rows.to_csv(path, index=False)
+    row = prereg_analysis.results_table(PROFILE).set_index("model").loc[label]
+    assert row["n"] == 15 and row["accuracy"] == pytest.approx(5 / 15)  # not 5/20: failed is not wrong
+    assert row["vs format-controlled: diff"] == pytest.approx(5 / 15 - 5 / 15)
+
+
 def test_the_analysis_of_the_controls_alone_names_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -66,6 +66,18 @@ def incomplete_line(failed: int, questions: int) -> str | None:
     return f"> **incomplete: {failed} of {questions} failed — re-run the same command to finish.**"
 
 
+def accuracy_incomplete_line(accuracy: pd.DataFrame) -> str | None:
+    """`incomplete_line` for a study's accuracy table (rows of `accuracy_row`): the most questions
+    any row left out, of the questions that row was asked."""
+    if "failed" not in accuracy.columns:
+        return None
+    failed = accuracy["failed"].fillna(0).astype(int)
+    if not failed.any():
+        return None
+    worst = failed.idxmax()
+    return incomplete_line(int(failed[worst]), int(accuracy.loc[worst, "n"]) + int(failed[worst]))
+
+
 def accuracy_row(
     model: str, condition: str, correct: Sequence[bool], grader: str, failed: int | None = None
 ) -> dict[str, Any]:

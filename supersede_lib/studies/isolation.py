@@ -23,6 +23,7 @@ from supersede_lib.results.comparison import (
     MEMORY_NOTE,
     ConditionComparison,
     accuracy_cell,
+    accuracy_incomplete_line,
     all_failed,
     compare_conditions,
     comparison_numbers,
@@ -155,7 +156,8 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
 
     profile, comparison, counts = result.profile, result.comparison, result.failure_counts
     directory = directory or profiles.output_dir(profile, NOTEBOOK_ISOLATION)
-    tables = [write_table(directory, "table1_isolation", result.table)]
+    first_line = accuracy_incomplete_line(comparison.accuracy)
+    tables = [write_table(directory, "table1_isolation", result.table, first_line=first_line)]
     write_csv_atomic(comparison.accuracy, directory / "accuracy.csv")
     write_text_atomic(directory / "mcnemar.json", json.dumps(comparison.mcnemar, indent=2) + "\n")
     write_csv_atomic(comparison.per_question, directory / "per_question.csv")
