@@ -330,3 +330,14 @@ def test_perturbation_is_for_synthetic_episodes_only() -> None:
     with pytest.raises(ValueError, match="synthetic episodes only"):
         EpisodeSpec.model_validate({"source": "longmemeval", "perturbation": "reverted"})
     assert set(PERTURBATIONS) >= {name for name, _ in CASES}
+
+
+def test_long_histories_that_use_up_a_small_pool_still_get_a_determined_twin() -> None:
+    # Expert histories hold up to six updates plus corrections: seven weekdays can all be used.
+    names = ("k_facts", "someone_else", "considered_not_made", "reverted", "indirect", "past_tense_later")
+    config = episodes_config("expert")
+    for episode in generate_episodes(60, seed=5, difficulty="expert"):
+        for name in names:
+            twin = perturb(episode, name, config=config, **({"k": 4} if name == "k_facts" else {}))
+            assert not set(twin.gold_answers) & set(twin.superseded_values)
+            assert score_episode_answer(twin, f"It's {twin.gold_text}.").answered_current

@@ -119,19 +119,22 @@ def _read_fact(episode: Episode) -> _Fact:
 
 def _fresh_value(rng: random.Random, fact: _Fact, used: set[Any]) -> Any:
     """A value the fact never held in this episode, the way it would next move (counts grow, personal
-    bests get faster, money moves by whole steps)."""
+    bests get faster, money moves by whole steps). A long history can use up a small pool (seven
+    weekdays): then an earlier value other than the current one, which keeps the gold determined."""
     domain, current = fact.domain, fact.held[-1]
-    if domain.value_kind == "pool":
-        return rng.choice([value for value in domain.values if value not in used])
     if domain.value_kind == "count":
         return rng.choice([current + step for step in (1, 2, 3) if current + step not in used])
-    if domain.value_kind == "race_time":
+    if domain.value_kind == "pool":
+        candidates = list(domain.values)
+    elif domain.value_kind == "race_time":
         span = fact.subject["hi"] - fact.subject["lo"]
-        steps = range(max(2, span // 60), max(3, span // 12) + 1)
-        return rng.choice([current - step for step in steps if current - step not in used])
-    low, high, step = fact.subject["lo"], fact.subject["hi"], fact.subject["step"]
-    candidates = [current + sign * k * step for sign in (1, -1) for k in range(2, 9)]
-    return rng.choice([value for value in candidates if low <= value <= high and value not in used])
+        candidates = [current - step for step in range(max(2, span // 60), max(3, span // 12) + 1)]
+    else:
+        low, high, step = fact.subject["lo"], fact.subject["hi"], fact.subject["step"]
+        candidates = [current + sign * k * step for sign in (1, -1) for k in range(2, 9)]
+        candidates = [value for value in candidates if low <= value <= high]
+    fresh = [value for value in candidates if value not in used]
+    return rng.choice(fresh or [value for value in dict.fromkeys(fact.held) if value != current])
 
 
 def _answers(fact: _Fact, held: list[Any], shortcut: Any = None) -> dict[str, Any]:
@@ -357,7 +360,8 @@ def _k_facts(episode: Episode, config: GeneratorConfig, rng: random.Random, k: i
     its stale values stay; the shortcut (one slot the latest update overwrites) answers whichever
     fact was updated last."""
     asked = episode.metadata["domain"]
-    avoid = (*episode.gold_answers, *episode.superseded_values)
+    # Small numbers occur in any chat: a count is told apart by its sentence, not by never being said.
+    avoid = () if asked == "counts" else (*episode.gold_answers, *episode.superseded_values)
     others = rng.sample(sorted(name for name in FACT_DOMAINS if name != asked), k - 1)
     placed: list[tuple[int, int, int, tuple[Turn, ...]]] = []  # (gap, order, which fact, turns)
     facts = []
