@@ -17,10 +17,11 @@ import os
 import random
 import re
 import socket
+import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -221,7 +222,8 @@ class OpenAIChatModel:
         self.served_models: dict[str, int] = {}  # the responses' `model`: what actually served the calls
         self.system_fingerprints: set[str] = set()
         self._server_info: dict[str, Any] | None = None
-        self._served_identity: dict[str, Any] | None = None
+        self._server_probe: ServerProbe | None = None
+        self._probe_lock = threading.Lock()  # the probe is asked from worker threads
         self._reached = False  # any HTTP response so far: the address is right
 
     @property
@@ -359,17 +361,16 @@ class OpenAIChatModel:
     def server_info(self) -> dict[str, Any]:
         """What a self-hosted server offers, read once: `total_slots` (llama.cpp's GET /props: requests
         it serves at once; None when the server does not say) and `models` (GET /v1/models ids).
-        OpenAI's own endpoint is not asked (empty dict)."""
+        OpenAI's own endpoint is not asked (empty dict). Read from the same probe as `served_identity`."""
         if self._server_info is not None:
             return self._server_info
         info: dict[str, Any] = {}
         if not self.openai_endpoint and self.base_url:
-            headers = {"Authorization": f"Bearer {self._api_key}"}
-            root = self.base_url.rstrip("/").removesuffix("/v1")
-            props = _get_json(f"{root}/props", headers)
+            probe = self._probe()
+            props = probe.props
             slots = props.get("total_slots") if isinstance(props, dict) else None
             info["total_slots"] = slots if isinstance(slots, int) and slots >= 1 else None
-            listed = _get_json(f"{self.base_url.rstrip('/')}/models", headers)
+            listed = probe.listed
             data = listed.get("data") if isinstance(listed, dict) else None
             info["models"] = [item.get("id") for item in data or [] if isinstance(item, dict)]
         self._server_info = info
@@ -380,18 +381,23 @@ class OpenAIChatModel:
         under any model name, so the name alone would replay one server's replies as another's).
 
         None where the name says it: OpenAI's own endpoint, or a `cache_namespace` chosen to share
-        replies on purpose. Else `probe_served_identity`'s answer, kept once the server answered; a
-        server not reached is asked again at the next call, and its calls are keyed apart meanwhile."""
+        replies on purpose. Else what the server's probe says (`served_identity_from`), kept once the
+        server answered; a server not reached is asked again at the next call, and its calls are keyed
+        apart meanwhile."""
         if self.openai_endpoint or self.namespace_chosen or not self.base_url:
             return None
-        if self._served_identity is not None:
-            return self._served_identity
-        identity = probe_served_identity(
-            self.base_url, self.model, {"Authorization": f"Bearer {self._api_key}"}
-        )
-        if not identity.get("unreachable"):
-            self._served_identity = identity
-        return identity
+        return served_identity_from(self._probe(), self.base_url, self.model)
+
+    def _probe(self) -> ServerProbe:
+        """GET /v1/models and /props, once for `server_info` and `served_identity` together (a run asks
+        each once); asked again only while the server has given no lasting answer."""
+        with self._probe_lock:
+            if self._server_probe is not None and self._server_probe.reached:
+                return self._server_probe
+            self._server_probe = probe_server(
+                self.base_url or "", {"Authorization": f"Bearer {self._api_key}"}
+            )
+            return self._server_probe
 
     def _is_retryable(self, error: Exception) -> bool:
         """True for transient failures; raises the right error at once for permanent ones."""
@@ -534,11 +540,6 @@ def _count_field(usage: dict[str, Any], key: str) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
-def _get_json(url: str, headers: dict[str, str]) -> Any:
-    """The JSON body of a GET, or None when the server has no such route or is not reachable."""
-    return _probe_get(url, headers)[1]
-
-
 DROPPED = "dropped"
 # what a server that cannot be reached at all means, by kind (the run stops with this)
 UNREACHABLE_REASONS = {
@@ -601,17 +602,38 @@ def cache_endpoint(base_url: str) -> str:
     return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
 
 
-def probe_served_identity(base_url: str, model: str, headers: dict[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ServerProbe:
+    """One look at a self-hosted server: whether GET /v1/models gave a lasting answer (`reached`),
+    its JSON (`listed`), and llama.cpp's GET /props JSON (`props`; None where the server has none)."""
+
+    reached: bool
+    listed: Any = None
+    props: Any = None
+
+
+def probe_server(base_url: str, headers: dict[str, str]) -> ServerProbe:
+    """GET /v1/models, then (when that answered) GET /props: one request each."""
+    reached, listed = _probe_get(f"{base_url.rstrip('/')}/models", headers)
+    if not reached:
+        return ServerProbe(reached=False)
+    _, props = _probe_get(f"{base_url.rstrip('/').removesuffix('/v1')}/props", headers)
+    return ServerProbe(reached=True, listed=listed, props=props)
+
+
+def served_identity_from(probe: ServerProbe, base_url: str, model: str) -> dict[str, Any]:
     """The endpoint and what it says it serves: `models`, the GET /v1/models entries for `model` (every
     entry when none is listed under that name, as llama.cpp answers any name with its one model), and
     `server`, llama.cpp's GET /props about its file. `unreachable: True` when /v1/models gave no lasting
     answer (not reached, timed out, 408, 429 or 5xx)."""
     endpoint = cache_endpoint(base_url)
-    reached, listed = _probe_get(f"{base_url.rstrip('/')}/models", headers)
-    if not reached:
+    if not probe.reached:
         return {"endpoint": endpoint, "unreachable": True}
-    _, props = _probe_get(f"{base_url.rstrip('/').removesuffix('/v1')}/props", headers)
-    return {"endpoint": endpoint, "models": _listed_identity(listed, model), "server": _props_identity(props)}
+    return {
+        "endpoint": endpoint,
+        "models": _listed_identity(probe.listed, model),
+        "server": _props_identity(probe.props),
+    }
 
 
 def _listed_identity(listed: Any, model: str) -> list[dict[str, Any]] | None:
