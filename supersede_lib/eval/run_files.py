@@ -263,6 +263,8 @@ def backpressure_warnings(
             f"model {model_name}: {stats['retries']} retries this run ({stats.get('timeouts', 0)} after a timeout, "
             f"{stats.get('dropped_connections', 0)} after a dropped connection, "
             f"{stats.get('refused_connections', 0)} after a refused one, "
+            f"{stats.get('tls_errors', 0)} after a TLS error, {stats.get('transport_errors', 0)} after another "
+            "transport error, "
             f"{limits.get('rate_limited_attempts', 0)} after a 429; concurrency lowest {limits.get('lowest')}): "
             "latencies include waiting; a server that queues requests needs fewer in flight or a longer timeout_s"
         )

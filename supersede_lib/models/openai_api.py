@@ -17,6 +17,7 @@ import os
 import random
 import re
 import socket
+import ssl
 import threading
 import time
 import weakref
@@ -133,8 +134,9 @@ class OpenAIChatModel:
     `ContextOverflowError` for a prompt that is too long: this one request fails) and a request
     that cannot be encoded. A server that has never answered and refuses the connection (or whose
     host is unknown) raises `ModelConfigError` at once: retrying would only delay that line.
-    Running out of retries raises `ModelCallError`. Timeouts, dropped and refused connections are
-    counted apart (`stats`), from the error's causes (`connection_failure`). The SDK's own retries
+    Running out of retries raises `ModelCallError`. Timeouts, dropped and refused connections, TLS
+    and other transport errors are counted apart (`stats`), from the error's causes
+    (`connection_failure`); a TLS failure before any answer stops at once too. The SDK's own retries
     are off so every attempt is visible here.
 
     Reasoning models get `max_completion_tokens = max(max_tokens, reasoning_token_floor)` so
@@ -218,6 +220,8 @@ class OpenAIChatModel:
         self.timeouts = 0
         self.dropped_connections = 0
         self.refused_connections = 0
+        self.tls_errors = 0
+        self.transport_errors = 0
         self.cached_prompt_tokens = 0  # prompt tokens the server reported served from its prompt cache
         self.served_models: dict[str, int] = {}  # the responses' `model`: what actually served the calls
         self.system_fingerprints: set[str] = set()
@@ -436,13 +440,19 @@ class OpenAIChatModel:
                 f"cannot reach {self.endpoint}: {UNREACHABLE_REASONS[kind]}: check that the server is running "
                 "and that base_url has the right host, port and /v1"
             ) from None
+        if kind == TLS and not self._reached:  # a handshake fails the same way every time
+            raise ModelConfigError(
+                f"cannot reach {self.endpoint}: TLS failed ({one_line(root_cause(error), 160)}): check the "
+                "scheme (https:// to a plain-HTTP server, or http:// to a TLS one) and the server's certificate"
+            ) from None
         if kind in UNREACHABLE_REASONS:  # it answered before: stopped, or restarting
             self.refused_connections += 1
-        elif kind == DROPPED:
-            self.dropped_connections += 1
-        elif isinstance(error, openai.APITimeoutError):  # a queueing server pushes back with time
+        elif kind == TIMEOUT:  # a queueing server pushes back with time
             self.timeouts += 1
             report_timeout()
+        else:
+            counter = {DROPPED: "dropped_connections", TLS: "tls_errors"}.get(kind, "transport_errors")
+            setattr(self, counter, getattr(self, counter) + 1)
         return True
 
     def _status_error(self, error: Any) -> ModelError:
@@ -467,15 +477,17 @@ class OpenAIChatModel:
 
     def _exhausted_error(self, error: BaseException | None) -> ModelError:
         attempts = self.max_retries + 1
-        kind = connection_failure(error) if error is not None else None
-        timed_out = isinstance(error, openai.APITimeoutError) and kind is None
-        if isinstance(error, openai.APIConnectionError) and not timed_out and not self._reached:
+        connection = isinstance(error, openai.APIConnectionError)
+        kind = connection_failure(error) if connection and error is not None else None
+        if connection and kind != TIMEOUT and not self._reached:
             # something on that port closes every connection, or speaks no HTTP (TLS to a plain port)
             return ModelConfigError(
                 f"cannot reach {self.endpoint} after {attempts} attempts ({one_line(error)}): check that an "
                 "OpenAI-compatible server listens there and that base_url has the right scheme, host, port and /v1"
             )
         what = FAILURE_NAMES.get(kind or "", type(error).__name__)
+        if kind == TRANSPORT and error is not None:
+            what = f"{what} ({type(root_cause(error)).__name__})"
         return ModelCallError(
             f"{self.model!r} at {self.endpoint} still failing after {attempts} attempts: "
             f"{what}: {one_line(error)}"
@@ -497,6 +509,8 @@ class OpenAIChatModel:
             "timeouts": self.timeouts,  # attempts that ran out of time (not a refused or dropped connection)
             "dropped_connections": self.dropped_connections,  # closed or reset before the whole reply came
             "refused_connections": self.refused_connections,  # refused after the server had answered
+            "tls_errors": self.tls_errors,  # a TLS handshake or certificate failure
+            "transport_errors": self.transport_errors,  # any other connection-level failure
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "served_models": dict(self.served_models),
             "system_fingerprints": sorted(self.system_fingerprints),
@@ -541,13 +555,22 @@ def _count_field(usage: dict[str, Any], key: str) -> int:
 
 
 DROPPED = "dropped"
+TLS = "tls"
+TIMEOUT = "timeout"
+TRANSPORT = "transport"  # any other connection-level error (a proxy, a protocol the client cannot read)
 # what a server that cannot be reached at all means, by kind (the run stops with this)
 UNREACHABLE_REASONS = {
     "refused": "connection refused (nothing listens on that port)",
     "no_such_host": "host name not found (DNS lookup failed)",
     "no_route": "no route to the host",
 }
-FAILURE_NAMES = {DROPPED: "connection dropped by the server", "refused": "connection refused"}
+FAILURE_NAMES = {
+    DROPPED: "connection dropped by the server",
+    "refused": "connection refused",
+    TLS: "TLS error",
+    TIMEOUT: "timed out",
+    TRANSPORT: "transport error",
+}
 _NO_ROUTE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH})
 # matched by class name: the SDK vendors its own httpx and httpcore (`httpx2`, `httpcore2`) and aiohttp
 # is optional, so there is no one class to import for "the server closed the connection"
@@ -556,30 +579,58 @@ _DROPPED_ERROR_NAMES = frozenset(
 )
 
 
-def connection_failure(error: BaseException) -> str | None:
+def connection_failure(error: BaseException) -> str:
     """What a connection-level error was, read from its chain of causes: "refused", "no_such_host",
-    "no_route" (the server cannot be reached), `DROPPED` (closed or reset mid-request), or None (a
-    timeout, or anything else).
+    "no_route" (the server cannot be reached), `DROPPED` (closed or reset mid-request), `TLS` (the
+    handshake or the certificate failed), `TIMEOUT` (a clock ran out), else `TRANSPORT`.
 
     The SDK's class cannot be trusted: its aiohttp transport (the runner's long-lived loop) maps every
-    aiohttp connection error, a refused connection and a closed one included, to a connect timeout.
+    aiohttp connection error, a refused or closed connection and a TLS failure included, to a connect
+    timeout. A real timeout has a `TimeoutError` below it (aiohttp's timeouts and anyio's are one), or
+    is httpcore's own.
     """
     seen: set[int] = set()
+    timed_out = False
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, socket.gaierror):
-            return "no_such_host"
-        if isinstance(cause, ConnectionRefusedError):
-            return "refused"
-        if isinstance(cause, OSError) and cause.errno in _NO_ROUTE_ERRNOS:
-            return "no_route"
-        if isinstance(cause, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
-            return DROPPED
-        if type(cause).__name__ in _DROPPED_ERROR_NAMES:
-            return DROPPED
+        kind = _cause_kind(cause)
+        if kind is not None:
+            return kind
+        module = type(cause).__module__
+        timed_out = (
+            timed_out
+            or isinstance(cause, TimeoutError)
+            or (module.startswith("httpcore") and type(cause).__name__.endswith("Timeout"))
+        )
         cause = cause.__cause__ or cause.__context__
+    return TIMEOUT if timed_out else TRANSPORT
+
+
+def _cause_kind(cause: BaseException) -> str | None:
+    """The failure one exception in the chain names for certain, or None."""
+    if isinstance(cause, ssl.SSLError):  # an OSError too: before the errno checks
+        return TLS
+    if isinstance(cause, socket.gaierror):
+        return "no_such_host"
+    if isinstance(cause, ConnectionRefusedError):
+        return "refused"
+    if isinstance(cause, OSError) and cause.errno in _NO_ROUTE_ERRNOS:
+        return "no_route"
+    if isinstance(cause, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
+        return DROPPED
+    if type(cause).__name__ in _DROPPED_ERROR_NAMES:
+        return DROPPED
     return None
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost exception under `error` (what a transport error was, for its one line)."""
+    seen = {id(error)}
+    while (below := error.__cause__ or error.__context__) is not None and id(below) not in seen:
+        seen.add(id(below))
+        error = below
+    return error
 
 
 # what a GET /v1/models entry says about the weights behind a name (never `created`: a server's clock)
