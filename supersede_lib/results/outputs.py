@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -20,33 +18,11 @@ from pydantic import BaseModel
 
 from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.provenance import git_state
-from supersede_lib.eval.run_files import portable_paths
+from supersede_lib.eval.run_files import portable_paths, write_text_atomic
 from supersede_lib.models.chat import redact_json
 from supersede_lib.profiles import Profile
 
 STUDY_SUMMARY_FILE = "summary.json"
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write `text` whole or not at all: a temporary file in the same folder, then `os.replace`.
-
-    A reader (another run, a crash, a full disk) sees the old file or the new one, never half of
-    one; the same folder keeps the rename on one filesystem, where it is atomic.
-    """
-    path = Path(path)
-    handle = tempfile.NamedTemporaryFile(
-        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    )
-    try:
-        with handle:
-            handle.write(text.encode("utf-8"))
-        # a temporary file is private (0600); the page keeps the mode of the file it replaces
-        os.chmod(handle.name, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: Path) -> Path:

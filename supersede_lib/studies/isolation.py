@@ -17,6 +17,7 @@ import pandas as pd
 from supersede_lib import profiles
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
+from supersede_lib.models.chat import ChatModel
 from supersede_lib.profiles import IsolationBlock, Profile, judge_for
 from supersede_lib.results import paper_results
 from supersede_lib.results.comparison import (
@@ -111,15 +112,18 @@ def isolation_table(
     return pd.DataFrame(rows, columns=["measure", paper_header, ours_header]).astype(str)
 
 
-def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> ConditionComparison:
-    """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder)."""
+def run_isolation_conditions(
+    profile: Profile, *, progress: bool = True, model: ChatModel | None = None
+) -> ConditionComparison:
+    """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder);
+    `model` is that model already built (diagnose probes its server once, for the estimate and the run)."""
     block: IsolationBlock = profile.require("isolation")
     episodes = load_episodes(block.episodes)
     total = len(episodes) * len(CONDITIONS)
     with study_progress(profile, NOTEBOOK_ISOLATION, total, progress) as bar:
         return compare_conditions(
             episodes,
-            profiles.model_for(profile.model, profile),
+            model if model is not None else profiles.model_for(profile.model, profile),
             profile.run_settings(notes_budget_chars=block.notes_budget_chars, **block.token_caps()),
             directory=profiles.output_dir(profile, NOTEBOOK_ISOLATION),
             judge=judge_for(profile),
