@@ -11,6 +11,7 @@ once. It logs every request body, and can play a script of failures first::
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
         ...
         server.request_count  # every chat request received, failed ones included
+        server.get_paths  # every GET's path (/v1/models, /props, ...), in order
 
 Failure actions, consumed one per chat request in order (then normal replies):
 `("status", code)` an OpenAI-style error body with that HTTP status; `("retry_after", seconds)`
@@ -213,6 +214,7 @@ class LocalOpenAIServer:
         self.tools = tools  # False: a chat request with tools gets llama.cpp's 400 (no --jinja)
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
+        self.get_paths: list[str] = []  # every GET's path, in order (how often a client probes)
         self.max_in_flight = 0
         self._in_flight = 0
         self._failures: deque[FailureAction] = deque(_validate_failures(failures or []))
@@ -383,6 +385,8 @@ class _Handler(BaseHTTPRequestHandler):
         return expected is None or self.headers.get("Authorization") == f"Bearer {expected}"
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        with self.owner._lock:
+            self.owner.get_paths.append(self.path)
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": self.owner.model, "object": "model", "created": 0, "owned_by": "supersede-fake"}
             self._send_json(200, {"object": "list", "data": [model]})
