@@ -157,7 +157,7 @@ def _prompt_chars(messages: list[dict[str, str]]) -> int:
 def run_settings(profile: Profile) -> RunSettings:
     """The settings the isolation study runs both conditions with (budget and token caps included)."""
     block = profile.require("isolation")
-    return profile.run_settings(notes_budget_chars=block.notes_budget_chars, **block.token_caps())
+    return profile.run_settings(**block.settings_changes())
 
 
 def notes_token_cap(settings: RunSettings) -> int | None:

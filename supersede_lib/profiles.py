@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from supersede_lib.agent.memory import DEFAULT_MEMORY, get_memory_policy
 from supersede_lib.agent.prompts import get_prompt_variant
 from supersede_lib.agent.settings import DEFAULT_ROLLOUT, PAPER_CHARS_PER_SESSION
 from supersede_lib.data.episodes import EpisodeSpec
@@ -103,6 +104,22 @@ def _checked_model_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 ModelSpec = Annotated[dict[str, Any], AfterValidator(_checked_model_spec)]
 
+
+def _known_memory_policy(name: str) -> str:
+    """A `memory:` value: a name of `agent.memory.MEMORY_POLICIES` (a policy merged later joins by
+    name); the error lists the known names, and the profile's error line names file and key."""
+    get_memory_policy(name)  # ValueError listing the known policies
+    return name
+
+
+def _known_prompt_variant(name: str) -> str:
+    get_prompt_variant(name)  # ValueError listing the known variants
+    return name
+
+
+MemoryPolicyName = Annotated[str, AfterValidator(_known_memory_policy)]
+PromptVariantName = Annotated[str, AfterValidator(_known_prompt_variant)]
+
 LIVE_CALLS_ENV = "SUPERSEDE_LIVE_CALLS"
 
 _imported_recordings: set[tuple[Path, Path]] = set()  # (recording, cache): each cache imports it once
@@ -128,11 +145,20 @@ class IsolationBlock(_Block):
     notes_budget_chars: Budget = BLOCK_BUDGET
     max_tokens_notes: TokenCap | None = None
     max_tokens_answer: TokenCap | None = None
+    memory: MemoryPolicyName = DEFAULT_MEMORY  # the bounded-memory condition's policy
 
     def token_caps(self) -> dict[str, int]:
         """The caps this block sets, as `RunSettings` changes (none: the runner's defaults)."""
         caps = {"max_tokens_notes": self.max_tokens_notes, "max_tokens_answer": self.max_tokens_answer}
         return {key: value for key, value in caps.items() if value is not None}
+
+    def settings_changes(self) -> dict[str, Any]:
+        """What this block changes in the profile's `RunSettings`: its budget, its token caps, and a
+        memory policy other than the notes (none: the runs every record holds keep their settings)."""
+        changes = {"notes_budget_chars": self.notes_budget_chars, **self.token_caps()}
+        if self.memory != DEFAULT_MEMORY:
+            changes["memory"] = self.memory
+        return changes
 
 
 class FrontierBlock(_Block):
@@ -141,6 +167,56 @@ class FrontierBlock(_Block):
     episodes: EpisodeSpec
     notes_budget_chars: Budget = BLOCK_BUDGET
     models: list[ModelSpec] = Field(min_length=1)
+
+
+class MemoryPolicyEntry(_Block):
+    """One row of 08: a label (`name`, the row and its run's name), the policy (`memory`, a name of
+    `agent.memory.MEMORY_POLICIES`) and the prompt variant it runs under (None: the profile's). The
+    paper's notes rewrite and the line-edit notes are both `memory: notes`, told apart by the variant."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")]
+    memory: MemoryPolicyName
+    prompt_variant: PromptVariantName | None = None
+
+
+class MemorySystemsBlock(_Block):
+    """08: every model of `models` x every memory policy of `policies` on the same episodes, at one
+    budget, with full context as the ceiling (`full_context`). `episodes_per_model` asks a model
+    only the first n episodes (by its `name`; the generator is prefix-stable, so they are the same
+    questions); `reference` names the entry every policy is tested against (default: the first).
+    `longmemeval` lists real-record files asked as a sanity row, each read only where it is present
+    (never committed)."""
+
+    episodes: EpisodeSpec
+    models: list[ModelSpec] = Field(min_length=1)
+    policies: list[MemoryPolicyEntry] = Field(min_length=1)
+    notes_budget_chars: Budget = BLOCK_BUDGET
+    full_context: bool = True
+    reference: str | None = None
+    episodes_per_model: dict[str, Count] = Field(default_factory=dict)
+    longmemeval: list[EpisodeSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MemorySystemsBlock:
+        names = [entry.name for entry in self.policies]
+        if len(set(names)) != len(names):
+            raise ValueError(f"policy names must differ (got {names})")
+        if self.reference is not None and self.reference not in names:
+            raise ValueError(f"reference: {self.reference!r} names no entry of policies: ({names})")
+        models = [spec.get("name") for spec in self.models]
+        for name in self.episodes_per_model:
+            if name not in models:
+                raise ValueError(f"episodes_per_model: {name!r} names no model of models: ({models})")
+        if any(spec.source != "longmemeval" for spec in self.longmemeval):
+            raise ValueError("longmemeval: real-record files only (source: longmemeval)")
+        return self
+
+    @property
+    def reference_entry(self) -> MemoryPolicyEntry:
+        """The entry every policy is paired with (the paper's notes rewrite in the committed profiles)."""
+        return next(
+            entry for entry in self.policies if entry.name == (self.reference or self.policies[0].name)
+        )
 
 
 class ScaleBlock(_Block):
@@ -354,6 +430,7 @@ class Profile(_Block):
     saturation: SaturationBlock | None = None
     training: TrainingBlock | None = None
     transfer: TransferBlock | None = None
+    memory_systems: MemorySystemsBlock | None = None
     _source: str = PrivateAttr(default="<profile>")
 
     @field_validator("name")

@@ -175,6 +175,56 @@ def failure_breakdown_figure(counts: pd.DataFrame, *, group: str = "model", titl
     return figure
 
 
+def memory_systems_figure(rows: pd.DataFrame, title: str) -> Figure:
+    """08: accuracy against cost (tokens per episode) per memory policy, a 95% Wilson interval on each
+    point, one marker shape per model; beside it the share of stale answers per policy and model.
+
+    `rows` are the study's accuracy rows (model, policy, accuracy, ci_low, ci_high, tokens_per_episode,
+    stale_answer_rate), refused rows already left out. Cost is on a log axis: full context costs
+    many times what a bounded memory does."""
+    sns.set_theme(style="whitegrid")
+    policies = list(dict.fromkeys(rows["policy"]))
+    models = list(dict.fromkeys(rows["model"]))
+    colors = dict(zip(policies, _palette(len(policies)), strict=True))
+    markers = dict(zip(models, "osD^vP*X", strict=False))
+    figure, (cost_ax, stale_ax) = plt.subplots(
+        1, 2, figsize=(11.5, 4.6), gridspec_kw={"width_ratios": [1.5, 1]}
+    )
+    for row in rows.to_dict("records"):
+        low, high = row.get("ci_low"), row.get("ci_high")
+        errors = None
+        if low is not None and high is not None and not pd.isna(low):
+            errors = [[max(row["accuracy"] - low, 0.0)], [max(high - row["accuracy"], 0.0)]]
+        cost_ax.errorbar(
+            row["tokens_per_episode"],
+            row["accuracy"],
+            yerr=errors,
+            fmt=markers.get(row["model"], "o"),
+            color=colors[row["policy"]],
+            capsize=3,
+            markersize=7,
+        )
+    cost_ax.set_xscale("log")
+    cost_ax.set_xlabel("tokens per episode (prompt + completion, log scale)")
+    cost_ax.set_ylabel("accuracy (95% Wilson)")
+    cost_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    cost_ax.set_ylim(0, 1.02)
+    cost_ax.set_title(f"accuracy vs cost\n{title}", fontsize=10)
+    handles = [plt.Line2D([], [], color=colors[name], marker="o", ls="", label=name) for name in policies]
+    handles += [plt.Line2D([], [], color="gray", marker=markers[name], ls="", label=name) for name in models]
+    cost_ax.legend(handles=handles, fontsize=7, loc="best")
+    stale = rows.pivot_table(index="policy", columns="model", values="stale_answer_rate", sort=False)
+    stale = stale.reindex(policies)
+    stale.plot.barh(ax=stale_ax, color=_palette(len(models)), legend=len(models) > 1)
+    stale_ax.invert_yaxis()
+    stale_ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    stale_ax.set_xlabel("stale answers (share of questions)")
+    stale_ax.set_ylabel("")
+    stale_ax.set_title("answered a superseded value", fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
 def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     """Write a PNG (150 dpi), whole or not at all (`write_bytes_atomic`), and close the figure so long
     sessions do not pile them up."""

@@ -298,7 +298,9 @@ def compare_conditions(
                 settings,
                 judge=judge,
                 output_dir=directory,
-                run_name=default_run_name(condition, model.name, settings.notes_budget_chars, None),
+                run_name=default_run_name(
+                    condition, model.name, settings.notes_budget_chars, None, settings.memory
+                ),
                 progress=bar,
             )
             for condition in CONDITIONS

@@ -124,7 +124,7 @@ def run_isolation_conditions(
         return compare_conditions(
             episodes,
             model if model is not None else profiles.model_for(profile.model, profile),
-            profile.run_settings(notes_budget_chars=block.notes_budget_chars, **block.token_caps()),
+            profile.run_settings(**block.settings_changes()),
             directory=profiles.output_dir(profile, NOTEBOOK_ISOLATION),
             judge=judge_for(profile),
             progress=bar,
