@@ -1,4 +1,4 @@
-"""Write notebooks 01-07 from the cell sources below (committed without outputs).
+"""Write notebooks 01-08 from the cell sources below (committed without outputs).
 
     .venv/bin/python notebooks/make_study_notebooks.py
 
@@ -419,6 +419,45 @@ def transfer_notebook() -> nbformat.NotebookNode:
     )
 
 
+def memory_systems_notebook() -> nbformat.NotebookNode:
+    return _notebook(
+        "08 · Memory systems on trial: which memory design handles supersession, at what cost",
+        "Every memory policy (the paper's notes rewrite, the line-edit notes, append-and-truncate, a "
+        "Letta-style core-memory block, an observation log with a reflector, a latest-value resolver, and "
+        "any policy registered since) on the same questions, model, budget B and grader, with full context "
+        "as the ceiling. Each policy sees each session once and hands the same answer prompt at most B "
+        "characters. Per model and policy: accuracy with a 95% Wilson interval, stale answers, what the "
+        "memory held at answer time, memory failures, calls and tokens per episode; each policy paired with "
+        "the paper's notes rewrite (exact McNemar, Holm within a model).",
+        [
+            new_markdown_cell(
+                "## Decided before the runs\n\nThe design, the measures, the test and the predictions M1-M6 (which "
+                "policy should lose which way) were committed before the first live run: "
+                "[docs/memory-systems-log.md](../docs/memory-systems-log.md). Read them before the table."
+            ),
+            new_code_cell(
+                "result = memory_systems.run_memory_systems(profile)\n"
+                "show(result.table, 'Memory policies per model (reference: ' + result.reference + ')')\n"
+                "show_warnings(result)"
+            ),
+            new_code_cell(
+                "if 'accuracy_vs_cost' in result.figures:  # every row refused: no point to draw\n"
+                "    show_figure(result.figures['accuracy_vs_cost'])"
+            ),
+            new_code_cell(
+                "show(result.accuracy, 'Per model and policy (tidy rows)')\n"
+                "show(result.mcnemar, 'Paired with the reference: exact McNemar, Holm within model')"
+            ),
+            new_code_cell(
+                "if not result.sanity.empty:\n"
+                "    show(result.sanity, 'Real LongMemEval records (sanity row; counts only)')"
+            ),
+            new_code_cell("print('outputs:', result.output_dir)"),
+        ],
+        study="memory_systems",
+    )
+
+
 NOTEBOOKS = {
     "01_data.ipynb": data_notebook,
     "02_isolation.ipynb": isolation_notebook,
@@ -427,6 +466,7 @@ NOTEBOOKS = {
     "05_environment_validation.ipynb": environment_notebook,
     "06_grpo_training.ipynb": training_notebook,
     "07_transfer_eval.ipynb": transfer_notebook,
+    "08_memory_systems.ipynb": memory_systems_notebook,
 }
 
 
