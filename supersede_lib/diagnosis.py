@@ -20,7 +20,7 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,11 +28,13 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib import profiles
+from supersede_lib.agent.memory import DEFAULT_MEMORY, MEMORY_POLICIES, get_memory_policy
 from supersede_lib.agent.rollout import make_rollout
 from supersede_lib.agent.settings import AUTO
 from supersede_lib.data.episodes import episode_sample
+from supersede_lib.eval.memory_metrics import embedding_calls
 from supersede_lib.eval.run_files import now_utc
-from supersede_lib.eval.runner import RunSettings, notes_max_tokens_for
+from supersede_lib.eval.runner import MissingCapabilityError, RunSettings, notes_max_tokens_for, run_condition
 from supersede_lib.models.cache import ResponseCache
 from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import (
@@ -73,11 +75,22 @@ class Estimate:
     concurrency: int = 1
     basis: str = ASSUMED_BASIS  # where seconds_per_call comes from: assumed, as given, or measured
     sampled: int | None = None  # questions whose prompts were built, when fewer than `questions`
+    sessions: int = 0  # sessions of every question (scaled like the rest when sampled)
+    policies: tuple[PolicyEstimate, ...] = ()  # `--memory`: each policy's own run, measured by a probe
 
     @property
     def seconds(self) -> float:
-        """Wall time if every call is live: calls x seconds a call, spread over the questions in flight."""
-        return self.calls_seconds(self.calls)
+        """Wall time if every call is live: calls x seconds a call, spread over the questions in flight
+        (each memory policy's calls at the pace its probe measured)."""
+        return self.calls_seconds(self.calls) + sum(
+            policy.calls * (policy.seconds_per_call or self.seconds_per_call) / self.concurrency
+            for policy in self.policies
+        )
+
+    @property
+    def total_calls(self) -> int:
+        """Every call the diagnosis makes: both conditions and each memory policy's run."""
+        return self.calls + sum(policy.calls for policy in self.policies)
 
     def calls_seconds(self, calls: int) -> float:
         """Wall time of `calls` live calls at this estimate's pace."""
@@ -90,11 +103,37 @@ class Estimate:
     def line(self) -> str:
         cost = f"about ${self.usd:.2f} at OpenAI list prices" if self.usd is not None else "no price known"
         scaled = f" (scaled from the first {self.sampled})" if self.sampled else ""
+        policies = "".join(f"; {policy.line()}" for policy in self.policies)
         return (
             f"{self.questions} questions x 2 conditions: about {self.calls} calls{scaled}, "
-            f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}; "
+            f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}"
+            f"{policies}; in all about {self.total_calls} calls, "
             f"about {self.seconds / 60:.1f} min at {self.seconds_per_call:.3g} s a call and "
             f"{self.concurrency} in flight ({self.basis}; calls already in the cache are free)"
+        )
+
+
+@dataclass(frozen=True)
+class PolicyEstimate:
+    """One memory policy's run in `diagnose --memory`: its calls (per-session calls, reflector passes,
+    extraction and update calls, embeddings: whatever the policy makes) as one probe question measured
+    them, scaled to every question's sessions; None-valued pace: the probe's calls all came from the cache."""
+
+    name: str
+    calls: int
+    embed_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds_per_call: float | None
+    basis: str
+    refused: str | None = None  # the capability the server lacks: the run will refuse it too
+
+    def line(self) -> str:
+        if self.refused:
+            return f"memory policy {self.name}: refused ({self.refused})"
+        return (
+            f"memory policy {self.name}: about {self.calls} calls ({self.embed_calls} embeddings), "
+            f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens ({self.basis})"
         )
 
 
@@ -119,11 +158,13 @@ def diagnosis_profile(
     max_tokens_notes: int | None = None,
     max_tokens_answer: int | None = None,
     cache_namespace: str | None = None,
+    memory_policies: Sequence[str] = (),
 ) -> Profile:
     """An in-memory profile for one endpoint (validated like any configs/*.yaml); a setting left None
     keeps the default (the isolation block's budget, the runner's token caps, the model's timeout).
     Cached replies are keyed on the endpoint and what it serves unless `cache_namespace` names replies
-    to share on purpose."""
+    to share on purpose. `memory_policies` (`--memory`) adds a `memory_systems:` block: the same
+    questions through each named policy, beside the notes (the reference, Table 1's bounded memory)."""
     name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
     model_spec = {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env}
     if cache_namespace is not None:
@@ -147,7 +188,35 @@ def diagnosis_profile(
         "isolation": {"episodes": episodes}
         | {key: value for key, value in chosen.items() if value is not None},
     }
+    if memory_policies:
+        data["memory_systems"] = memory_block(data, memory_policies)
     return profiles.validate_profile(data, "<diagnose>")
+
+
+def memory_policy_names(requested: Sequence[str]) -> list[str]:
+    """`--memory` values (names, comma lists or `all`) as the policies to run beside the notes,
+    each once, in `MEMORY_POLICIES` order for `all`; an unknown name fails listing the known ones."""
+    names: list[str] = []
+    for value in requested:
+        for name in (part.strip() for part in value.split(",")):
+            chosen = [*MEMORY_POLICIES] if name == "all" else [get_memory_policy(name).name] if name else []
+            names += [item for item in chosen if item not in names and item != DEFAULT_MEMORY]
+    return names
+
+
+def memory_block(data: dict[str, Any], policies: Sequence[str]) -> dict[str, Any]:
+    """The `memory_systems:` block of a diagnosis: its questions, model, budget and caps, the notes as
+    the reference (Table 1's bounded memory, whose replies the cache already holds) and each policy."""
+    isolation = data["isolation"]
+    caps = ("notes_budget_chars", "max_tokens_notes", "max_tokens_answer")
+    return {
+        "episodes": isolation["episodes"],
+        "models": [data["model"]],
+        "policies": [{"name": name, "memory": name} for name in (DEFAULT_MEMORY, *policies)],
+        "reference": DEFAULT_MEMORY,
+        "full_context": False,  # Table 1 has it
+        **{key: isolation[key] for key in caps if key in isolation},
+    }
 
 
 def _prompt_chars(messages: list[dict[str, str]]) -> int:
@@ -216,6 +285,7 @@ def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimat
         concurrency=profile.concurrency,
         basis="as given" if seconds_per_call is not None else ASSUMED_BASIS,
         sampled=len(sample) if len(sample) < questions else None,
+        sessions=round(sum(len(episode.sessions) for episode in sample) * scale),
     )
 
 
@@ -309,6 +379,74 @@ def measured(planned: Estimate, profile: Profile, *, probe: bool, model: Any = N
     return planned.timed(*found) if found else planned
 
 
+def probe_policy(
+    name: str, episode: Any, settings: RunSettings, model: Any, planned: Estimate
+) -> PolicyEstimate:
+    """One policy's calls measured on one real question (through the response cache, so the run
+    reuses every reply), scaled to the diagnosis: its memory calls per session x every question's
+    sessions, plus one answer each. A policy makes as many calls as its design and the model's
+    replies ask for (a reflector pass when the log outgrows B; Mem0's extraction, update and
+    embedding calls), so they are counted on a real question, never assumed."""
+    try:
+        run = run_condition([episode], "bounded_memory", model, settings, progress=False)
+    except MissingCapabilityError as error:
+        return PolicyEstimate(name, 0, 0, 0, 0, None, "refused", refused=str(error))
+    turns = run.trajectories[0]["turns"]
+    sessions = max(len(episode.sessions), 1)
+    per_session = max(len(turns) - 1, 0) / sessions
+    calls = round(planned.sessions * per_session) + planned.questions
+    scale = calls / max(len(turns), 1)
+    live = [turn for turn in turns if not turn["cached"]]
+    pace = sum(turn["latency_s"] for turn in live) / len(live) if live else None
+    embeds = embedding_calls(turns)
+    basis = (
+        f"measured: a probe question of {sessions} sessions made {len(turns)} calls ({embeds} embeddings)"
+        + (f", {pace:.3g} s a live call" if pace is not None else ", all from the cache")
+    )
+    return PolicyEstimate(
+        name,
+        calls,
+        round(embeds * scale),
+        round(sum(turn["prompt_tokens"] for turn in turns) * scale),
+        round(sum(turn["completion_tokens"] for turn in turns) * scale),
+        pace,
+        basis,
+    )
+
+
+def probed_policies(planned: Estimate, profile: Profile, model: Any = None) -> Estimate:
+    """`planned` with each `--memory` policy's calls measured by a probe question (`probe_policy`);
+    the notes are Table 1's bounded memory, already counted."""
+    block = profile.memory_systems
+    if block is None:
+        return planned
+    _, (episode, *_) = episode_sample(profile.require("isolation").episodes, 1)
+    model = model if model is not None else profiles.model_for(profile.model, profile)
+    settings = run_settings(profile)
+    found = [
+        probe_policy(entry.name, episode, settings.with_changes(memory=entry.memory), model, planned)
+        for entry in block.policies
+        if entry.memory != DEFAULT_MEMORY
+    ]
+    return replace(planned, policies=tuple(found))
+
+
+def unprobed_policies(planned: Estimate, profile: Profile) -> Estimate:
+    """`--estimate-only` makes no call, so no policy is probed: each is counted at its floor (one
+    memory call a session and the answer), said so on the line."""
+    block = profile.memory_systems
+    if block is None:
+        return planned
+    calls = planned.sessions + planned.questions
+    basis = "not measured (--estimate-only makes no call): at least one call a session; a run probes it"
+    found = [
+        PolicyEstimate(entry.name, calls, 0, 0, 0, None, basis)
+        for entry in block.policies
+        if entry.memory != DEFAULT_MEMORY
+    ]
+    return replace(planned, policies=tuple(found))
+
+
 def _run_totals(manifests: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """What each of this run's conditions took, from the manifests it wrote (never the folder's others)."""
     rows = []
@@ -358,7 +496,7 @@ def estimate_vs_real(planned: Estimate, manifests: dict[str, dict[str, Any]]) ->
     live = sum(int(totals.get("calls") or 0) - int(totals.get("cached_calls") or 0) for totals, _ in runs)
     if live <= 0:
         return f"Time: every call came from the response cache; the runs took {wall:.1f} s."
-    expected = planned.calls_seconds(live)
+    expected = live * planned.seconds / max(planned.total_calls, 1)  # each part at its own pace
     return (
         f"Time: {live} calls made live, estimated {expected / 60:.1f} min at {planned.seconds_per_call:.3g} s "
         f"a call; they took {wall / 60:.1f} min ({wall / expected:.2f}x the estimate)."
@@ -420,11 +558,31 @@ def served_line(profile: Profile, manifests: list[dict[str, Any]]) -> str:
     return "; ".join(parts) + f". {keyed}"
 
 
-def write_diagnosis(result: Any, planned: Estimate) -> Path:
+POLICY_NOTE = (
+    "Each memory policy on the same questions, budget, answer prompt and matcher as Table 1's bounded "
+    "memory (the `notes` row, the reference). Stale answers: the answer asserted a superseded value; "
+    "memory held: what the memory the answer read conveyed; memory failures: replies the policy could "
+    "not use; calls per episode count every call, embeddings in brackets; b / c: the notes right and the "
+    "policy wrong / the reverse, exact McNemar, Holm across the policies. A refused row is a policy whose "
+    "capability (tools, embeddings) this server lacks: refused before any call."
+)
+
+
+def write_diagnosis(
+    result: Any,
+    planned: Estimate,
+    policies: pd.DataFrame | None = None,
+    policy_manifests: dict[str, dict[str, Any]] | None = None,
+) -> Path:
     """The one-page report beside the study's files: Table 1, memory, failures, what it cost; built
-    from this run's results only, and written whole (a reader never sees half a page)."""
+    from this run's results only, and written whole (a reader never sees half a page). `policies`:
+    the `--memory` policy table (one row per policy), whose runs' manifests count in what it took."""
     directory: Path = result.output_dir
     profile: Profile = result.profile
+    manifests = {**result.comparison.manifests, **(policy_manifests or {})}
+    policy_lines = (
+        ["## Memory policies", "", markdown_table(policies), POLICY_NOTE, ""] if policies is not None else []
+    )
     incomplete = incomplete_line(result.comparison)
     lines = [
         *([incomplete, ""] if incomplete else []),
@@ -446,14 +604,15 @@ def write_diagnosis(result: Any, planned: Estimate) -> Path:
         markdown_table(result.failure_counts)
         if not result.failure_counts.empty
         else "_No failures to classify._\n",
+        *policy_lines,
         "## What it took",
         "",
         f"Estimated before the run: {planned.line()}.",
         "",
-        estimate_vs_real(planned, result.comparison.manifests),
+        estimate_vs_real(planned, manifests),
         "",
-        *cut_calls_advice(result.profile, result.comparison.manifests),
-        markdown_table(_run_totals(result.comparison.manifests)),
+        *cut_calls_advice(result.profile, manifests),
+        markdown_table(_run_totals(manifests)),
         f"Files: `{directory}` (run CSVs, trajectories, manifests, tables). Run the same command again to "
         "resume: finished calls come from the response cache.",
         "",

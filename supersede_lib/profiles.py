@@ -195,6 +195,8 @@ class MemorySystemsBlock(_Block):
     reference: str | None = None
     episodes_per_model: dict[str, Count] = Field(default_factory=dict)
     longmemeval: list[EpisodeSpec] = Field(default_factory=list)
+    max_tokens_notes: TokenCap | None = None  # None: the runner's caps (`diagnose` sets its own)
+    max_tokens_answer: TokenCap | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> MemorySystemsBlock:

@@ -3,6 +3,7 @@
     python -m supersede_lib diagnose --base-url http://localhost:8000/v1 --model my-model
     python -m supersede_lib diagnose --base-url https://api.openai.com/v1 --model gpt-4.1-mini \\
         --api-key-env OPENAI_API_KEY --data longmemeval --n 78 --estimate-only
+    python -m supersede_lib diagnose --base-url http://localhost:8000/v1 --model my-model --memory all
 
 The key is read from the environment variable named by --api-key-env and sent as a Bearer token;
 it is never written. Results, the response cache (a stopped run resumes) and DIAGNOSIS.md go to
@@ -15,15 +16,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from supersede_lib import diagnosis, profiles
+from supersede_lib.agent.memory import MEMORY_POLICIES
 from supersede_lib.agent.settings import DEFAULT_MAX_TOKENS_ANSWER, DEFAULT_ROLLOUT
+from supersede_lib.data.episodes import load_episodes
 from supersede_lib.data.longmemeval import DataUnavailableError
 from supersede_lib.eval.run_files import now_utc
 from supersede_lib.models.chat import ChatModel, ModelError
 from supersede_lib.results.headings import NOTEBOOK_ISOLATION
 from supersede_lib.results.outputs import StudyFailedError
-from supersede_lib.studies import isolation
+from supersede_lib.studies import isolation, memory_systems
 
 DEFAULT_OUT = (
     profiles.REPO_ROOT / "outputs" / "diagnose"
@@ -94,6 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the estimate and make no call (time: the cache's, else assumed)",
     )
     parser.add_argument(
+        "--memory",
+        action="append",
+        default=[],
+        metavar="POLICY",
+        help="also run the same questions through this memory policy, beside the notes: "
+        f"{', '.join(MEMORY_POLICIES)}, a comma list, or `all` (repeatable); the page gets a policy table "
+        "and the estimate counts each policy's calls, measured on one probe question",
+    )
+    parser.add_argument(
         "--cache-namespace",
         default=None,
         metavar="NAME",
@@ -115,6 +130,7 @@ def _profile(args: argparse.Namespace) -> profiles.Profile:
         max_tokens_notes=args.max_tokens_notes,
         max_tokens_answer=args.max_tokens_answer,
         cache_namespace=args.cache_namespace,
+        memory_policies=diagnosis.memory_policy_names(args.memory),
     )
 
 
@@ -146,6 +162,10 @@ def _estimate_and_run(
             model = profiles.model_for(profile.model, profile)
         if args.seconds_per_call is None:  # the cache's latencies; a run also times one real call
             planned = diagnosis.measured(planned, profile, probe=not args.estimate_only, model=model)
+        if args.estimate_only:  # each --memory policy's calls: measured by a probe question in a run
+            planned = diagnosis.unprobed_policies(planned, profile)
+        else:
+            planned = diagnosis.probed_policies(planned, profile, model)
     except ModelError as error:
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
@@ -179,7 +199,13 @@ def run_and_report(
         isolation.write_isolation(result)
     except StudyFailedError as error:  # every question of a condition failed: the page says so too
         print(f"FAILED: {error}", file=sys.stderr)
-    report = diagnosis.write_diagnosis(result, planned)
+    try:
+        policies, manifests = run_policies(profile, directory, model)
+    except ModelError as error:
+        diagnosis.mark_outdated(directory, f"{started} stopped: {error}")
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
+    report = diagnosis.write_diagnosis(result, planned, policies, manifests)
     print(report.read_text(encoding="utf-8"))
     print(f"report: {report}")
     incomplete = diagnosis.incomplete_line(result.comparison)
@@ -187,3 +213,19 @@ def run_and_report(
         print(incomplete.removeprefix("> ").replace("**", ""), file=sys.stderr)
         return 1
     return 0
+
+
+def run_policies(
+    profile: profiles.Profile, directory: Path, model: ChatModel | None
+) -> tuple[pd.DataFrame | None, dict[str, dict[str, Any]]]:
+    """`--memory`: the same questions through each policy and the notes (the reference, from the
+    cache), in the diagnosis folder; the page's policy table and the runs' manifests (None, {} without)."""
+    block = profile.memory_systems
+    if block is None:
+        return None, {}
+    episodes = load_episodes(block.episodes)
+    model = model if model is not None else profiles.model_for(profile.model, profile)
+    runs = memory_systems.run_model_policies(profile, episodes, model, directory=directory)
+    tables = memory_systems.analyse_policy_runs(runs, block.reference_entry.name)
+    manifests = {found.run.run_name: found.run.manifest for found in runs if found.run is not None}
+    return memory_systems.shown_table(tables), manifests

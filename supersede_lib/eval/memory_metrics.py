@@ -112,6 +112,15 @@ def trajectory_memory_metrics(
     )
 
 
+EMBED_REPLY = re.compile(r"^\[\d+ vectors of \d+\]$")
+"""How a trajectory records an embedding call's reply (`agent.memory.rollout`: "[N vectors of D]")."""
+
+
+def embedding_calls(turns: Iterable[Mapping[str, Any]]) -> int:
+    """How many of a trajectory's turns were embedding calls (a memory policy's, e.g. Mem0's search)."""
+    return sum(bool(EMBED_REPLY.match(str(turn.get("reply") or ""))) for turn in turns)
+
+
 @functools.lru_cache(maxsize=8192)
 def _conveys(notes: str, value: str) -> bool:
     """`conveys_value`, remembered: a rollout's notes often stay the same from one session to the

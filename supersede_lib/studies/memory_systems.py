@@ -28,6 +28,7 @@ from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.prompts import is_empty_notes
 from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.memory_metrics import embedding_calls
 from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.run_files import REPO_ROOT, default_run_name
 from supersede_lib.eval.runner import MissingCapabilityError, RunResult, RunSettings, run_condition
@@ -55,8 +56,6 @@ from supersede_lib.studies.evaluation_sets import REAL_RECORDS_CACHE, REAL_RECOR
 FULL_CONTEXT = "full_context"  # the ceiling's row: every session in one prompt, no memory
 SYNTHETIC, LONGMEMEVAL = "synthetic", "longmemeval"
 SANITY_TABLE = "longmemeval_sanity"
-# an embedding call's turn in a trajectory replies "[N vectors of D]" (agent.memory.rollout)
-EMBED_REPLY = re.compile(r"^\[\d+ vectors of \d+\]$")
 
 
 @dataclass
@@ -107,9 +106,18 @@ class MemorySystemsResult(StudyResult):
         return self.tables.mcnemar
 
 
+def block_changes(block: MemorySystemsBlock) -> dict[str, Any]:
+    """The block's budget and the token caps it sets, as `RunSettings` changes."""
+    caps = {"max_tokens_notes": block.max_tokens_notes, "max_tokens_answer": block.max_tokens_answer}
+    return {
+        "notes_budget_chars": block.notes_budget_chars,
+        **{k: v for k, v in caps.items() if v is not None},
+    }
+
+
 def entry_settings(profile: Profile, block: MemorySystemsBlock, entry: MemoryPolicyEntry) -> RunSettings:
     """The settings of one policy's runs: the profile's, the block's budget, the entry's policy and variant."""
-    changes: dict[str, Any] = {"notes_budget_chars": block.notes_budget_chars, "memory": entry.memory}
+    changes: dict[str, Any] = {**block_changes(block), "memory": entry.memory}
     if entry.prompt_variant is not None:
         changes["prompt_variant"] = entry.prompt_variant
     return profile.run_settings(**changes)
@@ -171,7 +179,7 @@ def run_model_policies(
     block: MemorySystemsBlock = profile.require("memory_systems")
     runs = []
     if block.full_context:
-        settings = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
+        settings = profile.run_settings(**block_changes(block))
         runs.append(
             run_policy(
                 episodes, model, settings, FULL_CONTEXT, directory=directory, progress=progress, data=data
@@ -252,11 +260,7 @@ def run_memory_systems_policies(profile: Profile, *, progress: bool = True) -> l
 
 
 def _embed_calls(trajectories: Sequence[dict[str, Any]]) -> int:
-    return sum(
-        bool(EMBED_REPLY.match(str(turn.get("reply") or "")))
-        for trajectory in trajectories
-        for turn in trajectory.get("turns") or ()
-    )
+    return sum(embedding_calls(trajectory.get("turns") or ()) for trajectory in trajectories)
 
 
 def _share(values: pd.Series) -> float | None:
