@@ -217,6 +217,7 @@ def memory_systems_figure(rows: pd.DataFrame, title: str) -> Figure:
     stale = stale.reindex(policies)
     stale.plot.barh(ax=stale_ax, color=_palette(len(models)), legend=len(models) > 1)
     stale_ax.invert_yaxis()
+    stale_ax.set_xlim(0, max(0.05, float(stale.fillna(0).to_numpy().max()) * 1.15))  # a share: never below 0
     stale_ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     stale_ax.set_xlabel("stale answers (share of questions)")
     stale_ax.set_ylabel("")
