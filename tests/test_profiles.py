@@ -71,7 +71,7 @@ def test_unknown_key_in_a_block_names_it_and_what_is_allowed(tmp_path: Path) -> 
     message = _error(tmp_path, MINIMAL + "isolation:\n  episodes: {n: 2}\n  notes_budget_char: 50\n")
     assert message.endswith(
         "typo.yaml: isolation.notes_budget_char: unknown key "
-        "(allowed: episodes, notes_budget_chars, max_tokens_notes, max_tokens_answer)"
+        "(allowed: episodes, notes_budget_chars, max_tokens_notes, max_tokens_answer, memory)"
     )
 
 
