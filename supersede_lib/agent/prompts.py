@@ -195,3 +195,30 @@ def full_context_messages(
         history="\n\n".join(blocks), question_date=question_date, question=question
     )
     return [{"role": "system", "content": prompt_set.full_context_system}, {"role": "user", "content": user}]
+
+
+def _load_memory_prompts(path: Path = VARIANTS_FILE) -> dict[str, dict[str, str]]:
+    """The `memory_policies` texts of `path`: per policy step, a system and a user template."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {name: dict(texts) for name, texts in (data.get("memory_policies") or {}).items()}
+
+
+MEMORY_PROMPTS: dict[str, dict[str, str]] = _load_memory_prompts()
+
+
+def memory_policy_messages(step: str, session: Session | None = None, **fields: Any) -> list[Message]:
+    """The prompt of one memory-policy call (`step`: a key of `memory_policies` in prompt_variants.yaml),
+    its templates filled from `fields` and, given `session`, its {date} and {session} (user and
+    assistant turns, as the notes see them)."""
+    try:
+        texts = MEMORY_PROMPTS[step]
+    except KeyError:
+        raise ValueError(
+            f"no memory-policy prompt {step!r}; expected one of {sorted(MEMORY_PROMPTS)}"
+        ) from None
+    if session is not None:
+        fields = {"date": session.date, "session": render_session(session), **fields}
+    return [
+        {"role": "system", "content": texts["system"].format(**fields)},
+        {"role": "user", "content": texts["user"].format(**fields)},
+    ]

@@ -17,26 +17,23 @@ never shown again, and the final answer is produced from the notes alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from supersede_lib.agent import prompts
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.notes_edits import apply_line_edits, repair_prose_reply
+from supersede_lib.agent.memory import DEFAULT_MEMORY, PolicyRollout, TurnRecord, get_memory_policy
+from supersede_lib.agent.memory.notes import updated_notes
 from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 
 TurnKind = Literal["notes", "answer"]
-
-
-@dataclass
-class TurnRecord:
-    """What the model saw and said at one turn, and what the memory held afterwards."""
-
-    kind: TurnKind
-    session_index: int | None  # which session this notes rewrite consumed; None for the answer
-    messages: list[dict[str, str]]
-    reply: str
-    notes_after: str | None = None  # notes after the cap was applied (notes turns only)
-    truncated_chars: int = 0  # characters the cap cut (from the reply, or from the edited notes)
+__all__ = [
+    "CONDITIONS",
+    "BoundedMemoryRollout",
+    "FullContextRollout",
+    "Rollout",
+    "TurnRecord",
+    "make_rollout",
+]
 
 
 @dataclass
@@ -49,6 +46,9 @@ class BoundedMemoryRollout:
     turns: list[TurnRecord] = field(default_factory=list)
     answer: str | None = None
     prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant
+    bounded: ClassVar[bool] = True  # the answer reads a B-capped memory, never the sessions
+    memory_policy: ClassVar[str] = DEFAULT_MEMORY
+    memory_failures: ClassVar[int] = 0  # a notes reply is always usable: it is the notes
 
     def __post_init__(self) -> None:
         if self.notes_budget_chars < 1:
@@ -94,21 +94,9 @@ class BoundedMemoryRollout:
         messages = self.current_messages()
         reply = reply or ""
         if kind == "notes":
-            prompt_set = prompts.get_prompt_variant(self.prompt_variant)
-            if prompt_set.notes_update == "line_edits":
-                edits = reply
-                if prompt_set.repair_prose:
-                    edits = repair_prose_reply(reply, self.sessions_consumed + 1, prompt_set.keep_times)
-                capped, cut_chars = apply_line_edits(
-                    self.notes,
-                    edits,
-                    self.notes_budget_chars,
-                    prompt_set.edit_line_chars,
-                    keep_times=prompt_set.keep_times,
-                )
-            else:
-                capped = reply.strip()[: self.notes_budget_chars]
-                cut_chars = len(reply.strip()) - len(capped)
+            capped, cut_chars = updated_notes(
+                self.notes, reply, self.notes_budget_chars, self.prompt_variant, self.sessions_consumed + 1
+            )
             self.turns.append(
                 TurnRecord(
                     kind="notes",
@@ -140,6 +128,9 @@ class FullContextRollout:
     truncation_count: int = 0
     notes_history: list[str] = field(default_factory=list)
     prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant
+    bounded: ClassVar[bool] = False  # every session goes to the one answer call
+    memory_policy: ClassVar[str | None] = None
+    memory_failures: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         prompts.get_prompt_variant(self.prompt_variant)  # unknown name: ValueError listing the allowed ones
@@ -166,7 +157,7 @@ class FullContextRollout:
         self.answer = (reply or "").strip()
 
 
-Rollout = BoundedMemoryRollout | FullContextRollout
+Rollout = BoundedMemoryRollout | FullContextRollout | PolicyRollout
 
 CONDITIONS = ("full_context", "bounded_memory")
 
@@ -175,12 +166,20 @@ def make_rollout(
     episode: Episode, condition: str, *, settings: RolloutSettings = DEFAULT_ROLLOUT, **changes: Any
 ) -> Rollout:
     """The rollout for a condition name ("full_context" or "bounded_memory") under `settings`, with
-    `changes` to its fields (e.g. `notes_budget_chars=120`, `prompt_variant=...`) on top."""
+    `changes` to its fields (e.g. `notes_budget_chars=120`, `prompt_variant=...`, `memory=...`) on top.
+
+    Bounded memory runs `settings.memory` (`agent.memory.MEMORY_POLICIES`): "notes", the paper's notes
+    (rewritten whole, or by line edits as the prompt variant says), is a `BoundedMemoryRollout`, as every
+    recorded notes run was; any other policy a `PolicyRollout` over the same budget and prompt variant."""
     settings = settings.with_changes(**changes)
     if condition == "full_context":
         return FullContextRollout(episode, prompt_variant=settings.prompt_variant)
     if condition == "bounded_memory":
-        return BoundedMemoryRollout(
-            episode, notes_budget_chars=settings.budget_for(episode), prompt_variant=settings.prompt_variant
-        )
+        budget = settings.budget_for(episode)
+        if settings.memory == DEFAULT_MEMORY:
+            return BoundedMemoryRollout(
+                episode, notes_budget_chars=budget, prompt_variant=settings.prompt_variant
+            )
+        policy = get_memory_policy(settings.memory)(budget, settings.prompt_variant)
+        return PolicyRollout(episode, policy)
     raise ValueError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from supersede_lib.agent import prompts
 from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.memory import DEFAULT_MEMORY, get_memory_policy
 
 PAPER_NOTES_BUDGET_CHARS = 300  # the paper's notes field: B = 300 characters
 PAPER_CHARS_PER_SESSION = 150  # the paper's constant-ratio budget: 150 characters per session
@@ -23,17 +24,20 @@ AUTO: Literal["auto"] = "auto"  # a notes reply capped at about budget/3 tokens 
 @dataclass(frozen=True)
 class RolloutSettings:
     """The notes budget (a fixed `notes_budget_chars`, or `chars_per_session` x the episode's sessions
-    when that is set), the prompt variant (`prompts.PROMPT_VARIANTS`) and the token caps of a notes
-    reply (`"auto"`: from the budget) and of the answer (None: no cap)."""
+    when that is set), the prompt variant (`prompts.PROMPT_VARIANTS`), the token caps of a notes
+    reply (`"auto"`: from the budget) and of the answer (None: no cap), and the memory policy of a
+    bounded-memory rollout (`agent.memory.MEMORY_POLICIES`; "notes", the paper's, by default)."""
 
     notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS
     chars_per_session: int | None = None
     prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT
     max_tokens_notes: int | None | Literal["auto"] = AUTO
     max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER
+    memory: str = DEFAULT_MEMORY
 
     def __post_init__(self) -> None:
         prompts.get_prompt_variant(self.prompt_variant)  # an unknown name fails here, listing the known ones
+        get_memory_policy(self.memory)  # and an unknown policy here
 
     def budget_for(self, episode: Episode) -> int:
         """The notes cap for one episode: fixed B, or `chars_per_session` x its number of sessions."""
