@@ -67,7 +67,7 @@ def import_mem0() -> Any:
 
     Mem0 reads MEM0_TELEMETRY and MEM0_DIR when its modules are first imported, and writes an anonymous
     id under MEM0_DIR at that moment; both are set first. If something imported Mem0 earlier with
-    telemetry on, the module flags are turned off here all the same."""
+    telemetry on, the module flags are turned off here all the same and its idle PostHog client closed."""
     os.environ["MEM0_TELEMETRY"] = "False"
     if "MEM0_DIR" not in os.environ:
         home = tempfile.mkdtemp(prefix="supersede-mem0-")
@@ -79,6 +79,7 @@ def import_mem0() -> Any:
 
     mem0_telemetry.MEM0_TELEMETRY = False
     mem0_main.MEM0_TELEMETRY = False
+    mem0_telemetry.client_telemetry.close()  # made at import when telemetry was on; nothing queued to send
     return mem0
 
 
@@ -316,8 +317,7 @@ class Mem0Policy(MemoryPolicy):
         return "; ".join(notes) if notes else None
 
     def render(self) -> str:
-        if self._job_running:
-            raise RuntimeError("render while Mem0 is still working on a session")
+        # between two calls Mem0's thread is parked in the bridge, so reading its store here is safe
         if self._memory is None:
             return ""
         if self._answer_memories is not None:
