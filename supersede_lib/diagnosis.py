@@ -12,10 +12,15 @@ everything a reader needs on one page, the estimate beside the time the run real
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
+import socket
 import statistics
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,7 @@ from supersede_lib import profiles
 from supersede_lib.agent.rollout import make_rollout
 from supersede_lib.agent.settings import AUTO
 from supersede_lib.data.episodes import episode_sample
+from supersede_lib.eval.run_files import now_utc
 from supersede_lib.eval.runner import RunSettings, notes_max_tokens_for
 from supersede_lib.models.cache import ResponseCache
 from supersede_lib.models.chat import redact_credentials
@@ -36,6 +42,7 @@ from supersede_lib.models.openai_api import (
     is_openai_endpoint,
 )
 from supersede_lib.profiles import Profile
+from supersede_lib.results.comparison import incomplete_line as comparison_incomplete_line
 from supersede_lib.results.comparison import shares_as_percent
 from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
 
@@ -265,18 +272,21 @@ def seconds_for_tokens(timed: list[tuple[int, float]], tokens: float) -> float:
     return total_seconds / total_tokens * tokens
 
 
-def probe_seconds_per_call(profile: Profile, tokens_per_call: float) -> tuple[float, str] | None:
+def probe_seconds_per_call(
+    profile: Profile, tokens_per_call: float, model: Any = None
+) -> tuple[float, str] | None:
     """Real calls before the run, timed: the first question's first `PROBE_CALLS` notes calls, sent
     as the run sends them and through the response cache, so the run finds the replies there and
     pays for them once. The first is not timed (a server's first call also loads the model's
     weights, several times slower on a CPU); the others give the seconds a call takes for the
     `tokens_per_call` the estimate expects of an average call (`seconds_for_tokens`): a reply's
     length, more than the call, sets the time on a CPU server. None when every reply came from the
-    cache."""
+    cache. `model`: the run's own (so the server is probed once a run), else built from the profile."""
     settings = run_settings(profile)
     _, (episode, *_) = episode_sample(profile.require("isolation").episodes, 1)
     rollout = make_rollout(episode, "bounded_memory", settings=settings)
-    replies = asyncio.run(_probe_replies(profiles.model_for(profile.model, profile), rollout, settings))
+    model = model if model is not None else profiles.model_for(profile.model, profile)
+    replies = asyncio.run(_probe_replies(model, rollout, settings))
     live = [(reply.completion_tokens, seconds) for reply, seconds in replies if not reply.cached]
     timed = live[1:] or live
     if not timed:
@@ -290,12 +300,12 @@ def probe_seconds_per_call(profile: Profile, tokens_per_call: float) -> tuple[fl
     return seconds_for_tokens(timed, tokens_per_call), basis
 
 
-def measured(planned: Estimate, profile: Profile, *, probe: bool) -> Estimate:
+def measured(planned: Estimate, profile: Profile, *, probe: bool, model: Any = None) -> Estimate:
     """`planned` at the pace the calls really go: the cache's recorded latencies when it holds any,
     else (with `probe`) timed real calls; unchanged when neither is there."""
     found = recorded_seconds_per_call(profile)
     if found is None and probe:
-        found = probe_seconds_per_call(profile, planned.completion_tokens / max(planned.calls, 1))
+        found = probe_seconds_per_call(profile, planned.completion_tokens / max(planned.calls, 1), model)
     return planned.timed(*found) if found else planned
 
 
@@ -324,9 +334,9 @@ def incomplete_line(comparison: Any) -> str | None:
     failure is neither right nor wrong, so the table is unfinished, not a finding."""
     if not comparison.left_out:
         return None
+    first = comparison_incomplete_line(len(comparison.left_out), comparison.questions)
     return (
-        f"> **incomplete: {len(comparison.left_out)} of {comparison.questions} failed — re-run the same "
-        "command to finish.** The server failed these questions (connection, timeouts, 5xx after "
+        f"{first} The server failed these questions (connection, timeouts, 5xx after "
         f"retries; the `error` column of the run CSVs says why). They are left out of every number below, "
         f"which compares the {comparison.n} questions both conditions answered; finished answers are in "
         "the response cache, so the re-run asks only for the rest."
@@ -488,3 +498,48 @@ def mark_outdated(directory: Path, reason: str) -> list[Path]:
             write_text_atomic(path, banner + _without_mark(path.read_text(encoding="utf-8")))
             marked.append(path)
     return marked
+
+
+LOCK_FILE = ".diagnose.lock"
+
+
+class FolderInUseError(RuntimeError):
+    """Another `diagnose` run holds the results folder: its page, tables and run files are its own."""
+
+
+@contextlib.contextmanager
+def folder_lock(directory: Path) -> Iterator[Path]:
+    """Hold `directory` for this run alone, or raise `FolderInUseError` at once, naming the lock file
+    and the process that holds it.
+
+    Two runs on one model share the folder's run names, summary, tables and page: one lock for the
+    whole folder keeps every file there one run's (distinct run ids would still leave one page and one
+    summary to fight over). An OS lock (`flock`) on an open file, so a process that dies frees it."""
+    import fcntl  # POSIX; diagnose runs where llama.cpp and vLLM serve
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_FILE
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = " ".join(handle.read().split()) or "a process that has not said who it is yet"
+        handle.close()
+        raise FolderInUseError(
+            f"another diagnose run is writing {directory} (lock {path}, held by {holder}): wait for it "
+            "to finish, or give this run its own --out"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    command = " ".join(["python -m supersede_lib diagnose", *sys.argv[1:]])[:300]
+    handle.write(
+        f"pid {os.getpid()} on {socket.gethostname()}, started {now_utc()}: {redact_credentials(command)}\n"
+    )
+    handle.flush()
+    try:
+        yield path
+    finally:
+        handle.truncate(0)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()

@@ -137,3 +137,46 @@ def test_a_page_reads_only_its_own_runs_manifests(tmp_path: Path) -> None:
     page = (folder / diagnosis.REPORT_FILE).read_text()
     assert "another-run" not in page
     assert not list(folder.glob("*.tmp"))  # every file was written whole, then moved into place
+
+
+def test_a_second_run_on_the_same_folder_stops_at_once_naming_the_lock_and_the_other_run(
+    tmp_path: Path, capsys
+) -> None:
+    """Two runs at once on one model would share run names, tables and the page: the second stops at
+    once, naming the lock and the process that holds it, and the first's page is its own."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    with LocalOpenAIServer(latency_s=0.3) as server:
+        first_args = ["--base-url", server.base_url, *_arguments(tmp_path / "first", 3)]
+        first_args[first_args.index("--out") + 1] = str(tmp_path)
+        first = subprocess.Popen(
+            [sys.executable, "-m", "supersede_lib", "diagnose", *first_args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        try:
+            deadline = time.monotonic() + 60
+            lock = None
+            while lock is None or f"pid {first.pid} " not in lock.read_text():
+                assert first.poll() is None and time.monotonic() < deadline, first.stderr.read()
+                time.sleep(0.1)
+                lock = next(tmp_path.rglob(diagnosis.LOCK_FILE), None)
+            started = time.perf_counter()
+            code = diagnose.main(["--base-url", server.base_url, *_arguments(tmp_path, 2)])
+            assert code == 2 and time.perf_counter() - started < 5
+            assert first.poll() is None  # it was still running
+            assert first.wait(timeout=120) == 0, first.stderr.read()
+        finally:
+            first.kill()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(lock) in err and f"pid {first.pid} " in err and "--out" in err
+    page = (lock.parent / diagnosis.REPORT_FILE).read_text()
+    assert "OUTDATED" not in page and "n = 3" in page  # the first run's page, untouched by the second
+    assert lock.read_text() == ""  # released: the next run may start
+    assert diagnose.main(["--base-url", "http://127.0.0.1:9/v1", *_arguments(tmp_path, 2)]) == 2
+    assert "another diagnose run" not in capsys.readouterr().err

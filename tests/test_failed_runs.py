@@ -16,6 +16,7 @@ from supersede_lib.models.openai_api import OpenAIChatModel
 from supersede_lib.reproduce import report
 from supersede_lib.results.comparison import (
     accuracy_cell,
+    accuracy_incomplete_line,
     accuracy_row,
     compare_conditions,
     pair_conditions,
@@ -98,3 +99,42 @@ def test_a_single_runs_row_leaves_out_failed_questions_and_keeps_its_columns_wit
     row = run_accuracy_row("m", "long_fixed", run, "matcher")
     assert (row["n"], row["accuracy"], row["failed"]) == (1, 1.0, 1)
     assert "failed" not in run_accuracy_row("m", "long_fixed", run.iloc[:1], "matcher")
+
+
+def test_a_study_table_with_failed_questions_opens_with_the_incomplete_line() -> None:
+    runs = {
+        "full_context": _run("full_context", [("a", True, False), ("b", True, False), ("c", True, False)]),
+        "bounded_memory": _run(
+            "bounded_memory", [("a", True, False), ("b", False, True), ("c", True, False)]
+        ),
+    }
+    comparison = pair_conditions(
+        runs, model_name="m", use_judge=False, grader="matcher", notes_budget_chars=300
+    )
+    line = accuracy_incomplete_line(comparison.accuracy)
+    assert line is not None and "incomplete: 1 of 3 failed" in line
+    runs["bounded_memory"] = _run(
+        "bounded_memory", [("a", True, False), ("b", False, False), ("c", True, False)]
+    )
+    complete = pair_conditions(
+        runs, model_name="m", use_judge=False, grader="matcher", notes_budget_chars=300
+    )
+    assert accuracy_incomplete_line(complete.accuracy) is None
+
+
+def test_notebook_02s_table_1_opens_with_the_incomplete_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    profile = profiles.load_profile("smoke")
+    directory = profiles.output_dir(profile, NOTEBOOK_ISOLATION)
+    episodes = [make_episode(f"e{index}") for index in range(3)]
+    with LocalOpenAIServer(failures=[("status", 503)] * 2) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, max_retries=0)
+        comparison = compare_conditions(
+            episodes, model, RunSettings(notes_budget_chars=300), directory=directory, progress=False
+        )
+    assert comparison.left_out  # the first calls failed: those questions are out
+    isolation.write_isolation(isolation.analyse_isolation(profile, comparison))
+    first_line = (directory / "table1_isolation.md").read_text().splitlines()[0]
+    assert f"incomplete: {len(comparison.left_out)} of 3 failed" in first_line

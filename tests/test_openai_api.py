@@ -3,9 +3,17 @@ server), cost estimates and reasoning-model detection. No network."""
 
 import asyncio
 import gc
+import os
+import signal
 import socket
+import ssl
+import subprocess
+import sys
+import threading
 import time
 
+import httpx
+import openai
 import pytest
 
 from supersede_lib.eval.scheduling import run_sync
@@ -338,6 +346,55 @@ def test_a_dropped_connection_is_counted_as_dropped_not_as_a_timeout(loop_kind):
     assert (stats["dropped_connections"], stats["timeouts"], stats["retries"]) == (1, 0, 1)
 
 
+@pytest.mark.parametrize("loop_kind", ["asyncio.run", "runner loop"])
+def test_tls_to_a_plain_http_server_stops_at_once_named_as_tls_not_a_timeout(loop_kind):
+    """https:// to a server that speaks plain HTTP: the handshake fails the same way every time, so the
+    run stops on the first call, naming TLS (the runner loop's transport calls it a connect timeout)."""
+    sleep = RecordedSleep()
+    with LocalOpenAIServer() as server:
+        base_url = server.base_url.replace("http://", "https://")
+        model = OpenAIChatModel("fake-model", base_url=base_url, max_retries=6, sleep=sleep, timeout_s=30)
+        started = time.perf_counter()
+        with pytest.raises(ModelConfigError, match="TLS failed") as raised:
+            _on(loop_kind, model.achat(MESSAGES))
+    assert time.perf_counter() - started < 5 and sleep.delays == [] and model.timeouts == 0
+    assert base_url in str(raised.value) and "scheme" in str(raised.value)
+
+
+def _failed_attempt(cause: BaseException, sdk_error: type = openai.APITimeoutError) -> Exception:
+    """An SDK error over `cause`, as the runner loop's aiohttp transport raises every connection error."""
+    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
+    wrapped = sdk_error(request=request)
+    wrapped.__cause__ = cause
+    return wrapped
+
+
+@pytest.mark.parametrize(
+    ("cause", "counter"),
+    [
+        (ssl.SSLCertVerificationError(1, "certificate verify failed"), "tls_errors"),
+        (ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number"), "tls_errors"),
+        (ValueError("proxy answered 502 to CONNECT"), "transport_errors"),
+        (ConnectionResetError(104, "Connection reset by peer"), "dropped_connections"),
+        (TimeoutError(), "timeouts"),
+    ],
+)
+def test_each_transport_failure_after_the_server_answered_is_counted_as_its_own_kind(cause, counter):
+    """Only a clock running out is a timeout: a TLS error or any other transport error is counted
+    apart (and retried, since the server answered before), whatever class the SDK wraps it in."""
+    sleep = RecordedSleep()
+    with LocalOpenAIServer() as server:
+        model = _model(server, sleep, max_retries=0)
+        assert asyncio.run(model.achat(MESSAGES)).text  # the server answered: later failures are retried
+        assert model._is_retryable(_failed_attempt(cause)) is True
+    kinds = ("timeouts", "dropped_connections", "refused_connections", "tls_errors", "transport_errors")
+    stats = model.stats()
+    assert {kind: stats[kind] for kind in kinds} == {kind: int(kind == counter) for kind in kinds}
+    if counter == "transport_errors":
+        message = str(model._exhausted_error(_failed_attempt(cause)))
+        assert "transport error (ValueError)" in message
+
+
 def test_a_real_timeout_is_still_counted_as_a_timeout_on_the_runner_loop():
     sleep = RecordedSleep()
     with LocalOpenAIServer(failures=[("sleep", 1.0)]) as server:
@@ -506,3 +563,42 @@ def test_llama_cpps_server_stopped_mid_run_fails_calls_then_stops_a_new_run_at_o
     with pytest.raises(ModelConfigError, match=f"cannot reach {base_url}: connection refused"):
         run_sync(fresh.achat(MESSAGES, max_tokens=4))
     assert time.perf_counter() - started < 5
+
+
+@pytest.mark.realmodel
+def test_llama_cpps_server_killed_mid_request_is_a_dropped_connection_not_a_timeout():
+    """The real server (`python -m supersede_lib serve`, llama.cpp's HTTP port) killed while it
+    generates a reply: on the runner loop the call is counted as dropped, then refused on the retry;
+    never as a timeout."""
+    pytest.importorskip("xllamacpp", reason="the embedded backend needs xllamacpp")
+    from conftest import small_model_file
+
+    model_file = small_model_file()
+    if model_file is None:
+        pytest.skip("no small provisioned GGUF model")
+    served = subprocess.Popen(
+        [sys.executable, "-m", "supersede_lib", "serve", str(model_file), "--n-ctx", "2048"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        line = served.stdout.readline()
+        assert line.startswith("serving "), line
+        base_url = line.split(" at ", 1)[1].split()[0]
+        # a long reply (end of text ignored) keeps the request in flight while the server is killed
+        model = OpenAIChatModel(
+            model_file.stem, base_url=base_url, max_retries=1, backoff_base_s=0.001, timeout_s=120,
+            extra_params={"ignore_eos": True},
+        )  # fmt: skip
+        assert isinstance(run_sync(model.achat(MESSAGES, max_tokens=2)).text, str)
+        threading.Timer(1.0, served.send_signal, args=(signal.SIGKILL,)).start()
+        started = time.perf_counter()
+        with pytest.raises(ModelCallError, match="after 2 attempts: connection refused"):
+            run_sync(model.achat(MESSAGES, max_tokens=1500))
+        assert time.perf_counter() - started < 30
+    finally:
+        served.kill()
+        served.wait(timeout=30)
+    assert (model.dropped_connections, model.refused_connections, model.timeouts) == (1, 1, 0)

@@ -63,15 +63,14 @@ def test_the_controls_run_the_same_base_on_the_same_test_episodes() -> None:
 
 
 def test_a_set_may_run_its_own_agent_and_token_caps() -> None:
-    block = PROFILE.require("transfer")
     config = planned_arms(PROFILE)[0].config
     run = evaluation_sets._ConfigOnly(config)
-    hard = set_settings(block, _sets()["hard"], [run])
+    hard = set_settings(PROFILE, _sets()["hard"], [run])
     assert (hard.max_tokens_notes, hard.max_tokens_answer) == (160, 128)
-    plain = set_settings(block, _sets()["test"], [run])
+    plain = set_settings(PROFILE, _sets()["test"], [run])
     assert plain.max_tokens_answer == config.max_completion_length  # the cap the policy trained under
     assert (
-        set_settings(block, _sets()["test-format-controlled"], [run]).prompt_variant
+        set_settings(PROFILE, _sets()["test-format-controlled"], [run]).prompt_variant
         == "v12_line_edits_repaired"
     )
 
@@ -146,6 +145,23 @@ def test_the_registered_analysis_pairs_by_episode_against_the_controls(
     assert row[prereg_analysis.GAP_CLOSED] == pytest.approx((0.5 - 0.2) / (0.7 - 0.2))
     verdict = prereg_analysis.primary_verdict(PROFILE, table.reset_index())
     assert verdict.startswith("primary arm `verdict`: 1 of 3 seeds judged; 1 above")
+
+
+def test_a_question_the_arm_failed_on_leaves_its_accuracy_and_its_paired_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    n = 20
+    for set_name in ("test", "test-format-controlled", "test-full-context"):
+        _write_set(tmp_path, set_name, "base", [i < 10 for i in range(n)])
+    label = "verdict__seed-11__step-20"
+    _write_set(tmp_path, "test", label, [i < 10 for i in range(n)])
+    path = preregistered.set_folder(PROFILE, _sets()["test"]) / f"{label}.csv"
+    rows = pd.read_csv(path).assign(failed=[i < 5 for i in range(n)])  # the server died on 5 of them
+    rows.to_csv(path, index=False)
+    row = prereg_analysis.results_table(PROFILE).set_index("model").loc[label]
+    assert row["n"] == 15 and row["accuracy"] == pytest.approx(5 / 15)  # not 5/20: failed is not wrong
+    assert row["vs format-controlled: diff"] == pytest.approx(5 / 15 - 5 / 15)
 
 
 def test_the_analysis_of_the_controls_alone_names_what_is_missing(

@@ -159,3 +159,23 @@ def test_llama_cpps_identity_is_probed_and_recorded(tmp_path, llama_server):
     assert served["models"][0]["meta"]["n_params"] > 0 and served["server"]["model_path"] == str(model_file)
     with LocalOpenAIServer(model=SERVED_NAME, responder=lambda messages: UNKNOWN_ANSWER) as other:
         assert _ask(other.base_url, tmp_path / "r.sqlite")[1:] == (UNKNOWN_ANSWER, False)
+
+
+def test_server_info_and_the_served_identity_share_one_probe(tmp_path):
+    """GET /v1/models and GET /props once each, whichever of the two asks first and however often."""
+    with LocalOpenAIServer(model=SERVED_NAME, slots=2) as server:
+        model = OpenAIChatModel(SERVED_NAME, base_url=server.base_url)
+        assert model.server_info()["total_slots"] == 2
+        assert model.served_identity()["models"][0]["id"] == SERVED_NAME
+        model.server_info(), model.served_identity()
+        assert sorted(server.get_paths) == ["/props", "/v1/models"]
+
+
+def test_a_diagnose_run_probes_its_server_once(tmp_path, monkeypatch):
+    """The timed probe calls before the run and the run itself use one model: one GET of each a run."""
+    from test_diagnose_incomplete import _arguments
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", profiles.OUTPUT_ROOT)  # diagnose sets it for its process
+    with LocalOpenAIServer(slots=1) as server:
+        assert diagnose.main(["--base-url", server.base_url, *_arguments(tmp_path, 2)]) == 0
+        assert sorted(server.get_paths) == ["/props", "/v1/models"]

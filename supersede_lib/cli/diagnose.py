@@ -20,7 +20,7 @@ from supersede_lib import diagnosis, profiles
 from supersede_lib.agent.settings import DEFAULT_MAX_TOKENS_ANSWER, DEFAULT_ROLLOUT
 from supersede_lib.data.longmemeval import DataUnavailableError
 from supersede_lib.eval.run_files import now_utc
-from supersede_lib.models.chat import ModelError
+from supersede_lib.models.chat import ChatModel, ModelError
 from supersede_lib.results.headings import NOTEBOOK_ISOLATION
 from supersede_lib.results.outputs import StudyFailedError
 from supersede_lib.studies import isolation
@@ -127,19 +127,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (profiles.ProfileError, ValueError, DataUnavailableError) as error:
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
+    if args.estimate_only:  # writes nothing: no need to hold the folder
+        return _estimate_and_run(args, profile, planned)
+    try:  # one run at a time per folder, held before the probe's first call
+        with diagnosis.folder_lock(profiles.output_dir(profile, NOTEBOOK_ISOLATION)):
+            return _estimate_and_run(args, profile, planned)
+    except diagnosis.FolderInUseError as error:
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
+
+
+def _estimate_and_run(
+    args: argparse.Namespace, profile: profiles.Profile, planned: diagnosis.Estimate
+) -> int:
+    model = None
     try:
+        if not args.estimate_only:  # one model for the probe calls and the run: one probe of its server
+            model = profiles.model_for(profile.model, profile)
         if args.seconds_per_call is None:  # the cache's latencies; a run also times one real call
-            planned = diagnosis.measured(planned, profile, probe=not args.estimate_only)
+            planned = diagnosis.measured(planned, profile, probe=not args.estimate_only, model=model)
     except ModelError as error:
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
     print(f"estimate: {planned.line()}")
     if args.estimate_only:
         return 0
-    return run_and_report(profile, planned)
+    return run_and_report(profile, planned, model)
 
 
-def run_and_report(profile: profiles.Profile, planned: diagnosis.Estimate) -> int:
+def run_and_report(
+    profile: profiles.Profile, planned: diagnosis.Estimate, model: ChatModel | None = None
+) -> int:
     """Run the diagnosis and write its page: 0 complete, 1 incomplete (questions failed: re-run the
     same command to finish), 2 stopped (a setting wrong for every call).
 
@@ -150,7 +168,9 @@ def run_and_report(profile: profiles.Profile, planned: diagnosis.Estimate) -> in
     started = f"A later run (n = {planned.questions}, started {now_utc()})"
     diagnosis.mark_outdated(directory, f"{started} has not finished.")
     try:
-        result = isolation.analyse_isolation(profile, isolation.run_isolation_conditions(profile))
+        result = isolation.analyse_isolation(
+            profile, isolation.run_isolation_conditions(profile, model=model)
+        )
     except ModelError as error:
         diagnosis.mark_outdated(directory, f"{started} stopped: {error}")
         print(f"STOPPED: {error}", file=sys.stderr)

@@ -2,8 +2,10 @@
 
 `source: longmemeval` reads a split (`oracle`, `s`, `m`) and keeps the first `n` questions of a type;
 `source: synthetic` generates `n` episodes of a difficulty preset, with any `GeneratorConfig` field
-as an override (e.g. `n_sessions: [4, 5]`) and optionally `extra_distractor_sessions` more sessions
-per episode (the scale study's long history).
+as an override (e.g. `n_sessions: [4, 5]`), optionally `extra_distractor_sessions` more sessions
+per episode (the scale study's long history) and optionally a `perturbation` (a name, or a mapping of
+its name and parameters: `perturbation: {name: k_facts, k: 2}`) that turns every episode into its
+perturbed twin (docs/perturbations.md).
 """
 
 from __future__ import annotations
@@ -12,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.data import synthetic
@@ -42,6 +52,30 @@ class EpisodeSpec(BaseModel):
     seed: NonNegative = 0
     extra_distractor_sessions: NonNegative = 0
     generator_overrides: dict[str, Any] = Field(default_factory=dict)  # GeneratorConfig fields
+    perturbation: dict[str, Any] | None = None  # {name: ..., parameter: value}; see synthetic.PERTURBATIONS
+
+    @field_validator("perturbation", mode="before")
+    @classmethod
+    def _check_perturbation(cls, value: Any) -> Any:
+        """A name alone or a mapping with `name` and the perturbation's parameters, checked here so a
+        profile with a typo fails when it is read."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = {"name": value}
+        if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+            raise ValueError(
+                f"expected a perturbation name or a mapping with name: and its parameters "
+                f"(known: {', '.join(synthetic.PERTURBATIONS)})"
+            )
+        params = {key: item for key, item in value.items() if key != "name"}
+        return {"name": value["name"], **synthetic.check_perturbation(value["name"], params)}
+
+    @model_validator(mode="after")
+    def _perturbation_needs_synthetic(self) -> EpisodeSpec:
+        if self.perturbation is not None and self.source != "synthetic":
+            raise ValueError("perturbation: applies to synthetic episodes only (source: synthetic)")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -59,6 +93,8 @@ class EpisodeSpec(BaseModel):
     def _flatten_generator_fields(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
         data.update(data.pop("generator_overrides", None) or {})
+        if data.get("perturbation") is None:  # an unperturbed block reads (and records) as before
+            data.pop("perturbation", None)
         return data
 
     @classmethod
@@ -74,6 +110,9 @@ class EpisodeSpec(BaseModel):
         label = f"synthetic, {self.difficulty} preset"
         if self.extra_distractor_sessions:
             label += f", +{self.extra_distractor_sessions} distractor sessions"
+        if self.perturbation is not None:
+            params = ", ".join(f"{key}={value}" for key, value in self.perturbation.items() if key != "name")
+            label += f", perturbed: {self.perturbation['name']}" + (f" ({params})" if params else "")
         return label
 
 
@@ -107,5 +146,12 @@ def load_episodes(spec: EpisodeSpec | Mapping[str, Any]) -> list[Episode]:
     if spec.extra_distractor_sessions:
         episodes = [
             synthetic.add_distractor_sessions(episode, spec.extra_distractor_sessions) for episode in episodes
+        ]
+    if spec.perturbation is not None:
+        config = synthetic.episodes_config(spec.difficulty, **spec.generator_overrides)
+        params = {key: value for key, value in spec.perturbation.items() if key != "name"}
+        episodes = [
+            synthetic.perturb(episode, spec.perturbation["name"], config=config, **params)
+            for episode in episodes
         ]
     return episodes

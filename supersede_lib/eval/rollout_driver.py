@@ -14,9 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.rollout import BoundedMemoryRollout, Rollout
+from supersede_lib.agent.memory import PolicyCall, PolicyReply
+from supersede_lib.agent.rollout import Rollout
 from supersede_lib.eval.memory_metrics import MemoryMetrics, notes_holdings, trajectory_memory_metrics
-from supersede_lib.models.chat import ChatModel, ChatResult, ContextOverflowError, ModelCallError
+from supersede_lib.models.chat import (
+    ChatModel,
+    ChatResult,
+    ContextOverflowError,
+    EmbedResult,
+    ModelCallError,
+    ModelConfigError,
+)
 
 
 @dataclass
@@ -97,9 +105,19 @@ class RolloutOutcome:
 
     @property
     def final_notes(self) -> str | None:
-        if not isinstance(self.rollout, BoundedMemoryRollout):
+        if not self.rollout.bounded:
             return None
         return self.rollout.notes
+
+    @property
+    def memory_policy(self) -> str | None:
+        """The memory policy that wrote the memory (None under full context, which keeps none)."""
+        return self.rollout.memory_policy
+
+    @property
+    def memory_failures(self) -> int:
+        """Memory calls whose reply the policy could not use (a malformed tool call or JSON)."""
+        return self.rollout.memory_failures
 
     def trajectory(self, *, store_messages: bool = False) -> dict[str, Any]:
         """A JSON-able record of the rollout: per-turn notes, holdings and accounting."""
@@ -113,7 +131,7 @@ class RolloutOutcome:
                 "reply": turn.reply,
                 "notes_after": turn.notes_after,
                 "truncated_chars": turn.truncated_chars,
-                "prompt_chars": sum(len(message["content"]) for message in turn.messages),
+                "prompt_chars": sum(len(message.get("content") or "") for message in turn.messages),
                 "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "latency_s": round(call.latency_s, 6),
@@ -126,6 +144,8 @@ class RolloutOutcome:
                 "cut": call.was_cut,
                 "empty_reply": call.empty_reply,
             }
+            if turn.memory_failure:
+                record["memory_failure"] = turn.memory_failure
             if store_messages:
                 record["messages"] = turn.messages
             turns.append(record)
@@ -159,9 +179,9 @@ class RolloutOutcome:
             "error": self.error,
             "failed": self.failed,
             "prompt_variant": self.rollout.prompt_variant,
-            "memory": self.memory_metrics().as_dict()
-            if isinstance(self.rollout, BoundedMemoryRollout)
-            else None,
+            "memory_policy": self.memory_policy,
+            "memory_failures": self.memory_failures,
+            "memory": self.memory_metrics().as_dict() if self.rollout.bounded else None,
         }
 
     def memory_metrics(self) -> MemoryMetrics:
@@ -189,17 +209,16 @@ async def arun_rollout(
     `outcome.failed` set: the question failed and a re-run should try it again.
     """
     if condition is None:
-        condition = "bounded_memory" if isinstance(rollout, BoundedMemoryRollout) else "full_context"
+        condition = "bounded_memory" if rollout.bounded else "full_context"
     outcome = RolloutOutcome(rollout=rollout, condition=condition, model_name=model.name)
     started = time.perf_counter()
     while not rollout.done:
         kind = rollout.current_kind
         session_index = getattr(rollout, "sessions_consumed", None) if kind == "notes" else None
         max_tokens = max_tokens_notes if kind == "notes" else max_tokens_answer
+        call = rollout.current_call() if hasattr(rollout, "current_call") else None
         try:
-            result: ChatResult = await model.achat(
-                rollout.current_messages(), max_tokens=max_tokens, temperature=temperature, seed=seed
-            )
+            reply, record = await _answer_call(rollout, call, model, max_tokens, temperature, seed)
         except ContextOverflowError as error:
             outcome.error = f"context overflow at the {kind} turn: {error}"
             break
@@ -207,22 +226,60 @@ async def arun_rollout(
             outcome.error = f"{kind} turn failed: {type(error).__name__}: {error}"
             outcome.failed = True
             break
-        rollout.step(result.text)
-        outcome.calls.append(
-            CallRecord(
-                kind=kind,
-                session_index=session_index,
-                prompt_tokens=int(result.prompt_tokens or 0),
-                completion_tokens=int(result.completion_tokens or 0),
-                latency_s=float(result.latency_s or 0.0),
-                cached=bool(result.cached),
-                finish_reason=result.finish_reason,
-                empty_reply=not result.text.strip(),
-                made_by_commit=result.made_by_commit if result.cached else None,
-                served_model=result.served_model,
-                system_fingerprint=result.system_fingerprint,
-                cached_prompt_tokens=result.cached_prompt_tokens,
-            )
-        )
+        rollout.step(reply)
+        record.kind = record.kind if record.kind == "embed" else kind
+        record.session_index = session_index
+        outcome.calls.append(record)
     outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+async def _answer_call(
+    rollout: Rollout,
+    call: PolicyCall | None,
+    model: ChatModel,
+    max_tokens: int | None,
+    temperature: float,
+    seed: int,
+) -> tuple[str | PolicyReply, CallRecord]:
+    """Make the current turn's model call: a chat call (with the call's tools, if any) or, for a memory
+    policy, an embedding call; the reply to step the rollout with and the call's record."""
+    if call is not None and call.kind == "embed":
+        aembed = getattr(model, "aembed", None)
+        if aembed is None:
+            raise ModelConfigError(f"{model.name} serves no embeddings, which this memory policy needs")
+        embedded: EmbedResult = await aembed(list(call.texts))
+        record = CallRecord(
+            kind="embed",
+            session_index=None,
+            prompt_tokens=int(embedded.prompt_tokens or 0),
+            completion_tokens=0,
+            latency_s=float(embedded.latency_s or 0.0),
+            cached=bool(embedded.cached),
+            made_by_commit=embedded.made_by_commit if embedded.cached else None,
+        )
+        return PolicyReply(vectors=[list(vector) for vector in embedded.vectors]), record
+    if call is not None and call.max_tokens != "auto":  # "auto": the run's cap for this kind of turn
+        max_tokens = call.max_tokens
+    extra = {"tools": call.tools} if call is not None and call.tools else {}  # never sent to backends without
+    messages = list(call.messages) if call is not None else rollout.current_messages()
+    result: ChatResult = await model.achat(
+        messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **extra
+    )
+    record = CallRecord(
+        kind="chat",
+        session_index=None,
+        prompt_tokens=int(result.prompt_tokens or 0),
+        completion_tokens=int(result.completion_tokens or 0),
+        latency_s=float(result.latency_s or 0.0),
+        cached=bool(result.cached),
+        finish_reason=result.finish_reason,
+        empty_reply=not result.text.strip() and not result.tool_calls,
+        made_by_commit=result.made_by_commit if result.cached else None,
+        served_model=result.served_model,
+        system_fingerprint=result.system_fingerprint,
+        cached_prompt_tokens=result.cached_prompt_tokens,
+    )
+    if call is None:
+        return result.text, record
+    return PolicyReply(text=result.text, tool_calls=[dict(item) for item in result.tool_calls]), record

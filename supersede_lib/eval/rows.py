@@ -17,7 +17,6 @@ from typing import Any, Literal
 import pandas as pd
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.eval.matcher import Score
 from supersede_lib.eval.rollout_driver import RolloutOutcome
 
@@ -66,12 +65,24 @@ class ResultRow:
     cut_calls: int = _copied("outcome")  # replies stopped at the token limit
     empty_replies: int = _copied("outcome")
     prompt_variant: str
+    memory_policy: str | None = _copied(
+        "outcome"
+    )  # which memory design wrote the notes; empty under full context
+    memory_failures: int = _copied(
+        "outcome"
+    )  # memory replies the policy could not use (bad tool call or JSON)
     notes_changed_share: float | None = _copied("memory", "changed_share")
     notes_empty_share: float | None = _copied("memory", "empty_share")
     notes_echo_example: bool | None = _copied("memory", "echoes_example")
     notes_hold_current: bool | None = _copied("memory", "holds_current")
     notes_hold_stale: bool | None = _copied("memory", "holds_stale")
     notes_hold_current_keyed: bool | None = _copied("memory", "holds_current_keyed")
+    memory_policy: str | None = _copied(
+        "outcome"
+    )  # which memory design wrote the notes; empty under full context
+    memory_failures: int = _copied(
+        "outcome"
+    )  # memory replies the policy could not use (bad tool call or JSON)
 
     def as_dict(self) -> dict[str, Any]:
         """The row as the run's frame and the manifest's totals read it, in column order."""
@@ -119,7 +130,7 @@ def question_row(
     """The row of one finished question: its rollout's `outcome`, graded by the matcher's `score`;
     `memory` is the trajectory's memory record (None under full context)."""
     episode, rollout = outcome.episode, outcome.rollout
-    is_bounded = isinstance(rollout, BoundedMemoryRollout)
+    is_bounded = rollout.bounded
     return ResultRow(
         **_copied_values(episode, outcome, memory),
         notes_budget_chars=rollout.notes_budget_chars if is_bounded else None,

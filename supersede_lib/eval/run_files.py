@@ -5,15 +5,19 @@ notes after every session, answer, verdict and reason) and `<run_name>.manifest.
 model, episodes, git commit, package versions, token and cache totals, failed questions, cut
 and empty replies, the concurrency limit's history, accuracy, and warnings worth reading). The
 commit a manifest names is the code's (`provenance.git_state`: results under outputs/ excluded).
+Every file is written whole or not at all (`write_bytes_atomic`): a crash, a kill or a full disk
+mid-write leaves the previous file, never half of a new one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import re
 import sys
+import tempfile
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -44,16 +48,50 @@ KEY_PACKAGES = (
 )
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Write `data` whole or not at all: a temporary file in the same folder, then `os.replace`.
+
+    A reader (another run, a crash, a full disk) sees the old file or the new one, never half of
+    one; the same folder keeps the rename on one filesystem, where it is atomic.
+    """
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile(
+        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with handle:
+            handle.write(data)
+        # a temporary file is private (0600); the file keeps the mode of the one it replaces
+        os.chmod(handle.name, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """`text` as UTF-8, written whole or not at all (`write_bytes_atomic`)."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
 def default_run_name(
-    condition: str, model_name: str, notes_budget_chars: int | None, chars_per_session: int | None
+    condition: str,
+    model_name: str,
+    notes_budget_chars: int | None,
+    chars_per_session: int | None,
+    memory: str = "notes",
 ) -> str:
-    """A file-safe run name such as `bounded_memory__gpt-4.1-mini__B300`."""
+    """A file-safe run name such as `bounded_memory__gpt-4.1-mini__B300` (a memory policy other than
+    the notes adds its name: `bounded_memory__gpt-4.1-mini__B300__core_memory`)."""
     parts = [condition, re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-") or "model"]
     if condition == "bounded_memory":
         if chars_per_session is not None:
             parts.append(f"C{chars_per_session}")
         elif notes_budget_chars is not None:
             parts.append(f"B{notes_budget_chars}")
+        if memory != "notes":
+            parts.append(memory)
     return "__".join(parts)
 
 
@@ -64,24 +102,24 @@ def write_run_outputs(
     trajectories: list[dict[str, Any]],
     manifest: dict[str, Any],
 ) -> dict[str, Path]:
-    """Write `<run_name>.csv`, `.trajectories.jsonl` and `.manifest.json`; return their paths."""
+    """Write `<run_name>.csv`, `.trajectories.jsonl` and `.manifest.json`, each whole or not at all;
+    return their paths."""
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = {
         "csv": output_dir / f"{run_name}.csv",
         "trajectories": output_dir / f"{run_name}.trajectories.jsonl",
         "manifest": output_dir / f"{run_name}.manifest.json",
     }
-    redacted_frame(frame).to_csv(paths["csv"], index=False)
-    with paths["trajectories"].open("w", encoding="utf-8") as handle:
-        for trajectory in trajectories:
-            handle.write(json.dumps(redact_json(trajectory), ensure_ascii=False) + "\n")
+    write_text_atomic(paths["csv"], redacted_frame(frame).to_csv(index=False))
+    lines = [json.dumps(redact_json(trajectory), ensure_ascii=False) + "\n" for trajectory in trajectories]
+    write_text_atomic(paths["trajectories"], "".join(lines))
     manifest = portable_paths(
         redact_json(
             {**manifest, "run_name": run_name, "files": {key: path.name for key, path in paths.items()}}
         )
     )
     manifest = keep_live_run(paths["manifest"], manifest)
-    paths["manifest"].write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    write_text_atomic(paths["manifest"], json.dumps(manifest, indent=2, default=str) + "\n")
     return paths
 
 
@@ -232,6 +270,8 @@ def backpressure_warnings(
             f"model {model_name}: {stats['retries']} retries this run ({stats.get('timeouts', 0)} after a timeout, "
             f"{stats.get('dropped_connections', 0)} after a dropped connection, "
             f"{stats.get('refused_connections', 0)} after a refused one, "
+            f"{stats.get('tls_errors', 0)} after a TLS error, {stats.get('transport_errors', 0)} after another "
+            "transport error, "
             f"{limits.get('rate_limited_attempts', 0)} after a 429; concurrency lowest {limits.get('lowest')}): "
             "latencies include waiting; a server that queues requests needs fewer in flight or a longer timeout_s"
         )
@@ -250,9 +290,10 @@ def run_warnings(model_name: str, rows: list[dict[str, Any]], totals: dict[str, 
     failed = [row for row in rows if row["failed"]]
     if failed:
         warnings.append(
-            f"model {model_name}: {len(failed)} of {len(rows)} questions failed (scored wrong; see the 'error' column; "
-            f"first: {failed[0]['episode_id']}: {one_line(failed[0]['error'], 200)}); "
-            "a re-run with the same response cache retries only those"
+            f"model {model_name}: {len(failed)} of {len(rows)} questions failed (neither right nor wrong: left "
+            "out of every accuracy and paired comparison, and the tables say incomplete; see the 'error' "
+            f"column; first: {failed[0]['episode_id']}: {one_line(failed[0]['error'], 200)}); "
+            "re-run the same command to finish: the response cache retries only those"
         )
     if totals["cut_calls"] or totals["empty_replies"]:
         warnings.append(

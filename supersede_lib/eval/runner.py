@@ -24,6 +24,7 @@ logged warning naming the model.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -34,7 +35,8 @@ from typing import Any
 import pandas as pd
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.agent.rollout import BoundedMemoryRollout, make_rollout
+from supersede_lib.agent.memory import DEFAULT_MEMORY, get_memory_policy
+from supersede_lib.agent.rollout import make_rollout
 from supersede_lib.agent.settings import AUTO, RolloutSettings
 from supersede_lib.eval.matcher import score_episode_answer  # read here per question: tests swap it
 from supersede_lib.eval.progress import StudyProgress, progress_bar
@@ -48,10 +50,11 @@ from supersede_lib.eval.run_files import (
     write_run_outputs,
 )
 from supersede_lib.eval.scheduling import calls_per_question, run_questions, run_sync, start_order
-from supersede_lib.models.chat import ChatModel, ModelCallError, ModelConfigError
+from supersede_lib.models.chat import ChatModel, ModelCallError, ModelConfigError, missing_capabilities
 
 __all__ = [  # what other modules import from here, wherever it is defined
     "DEFAULT_CONCURRENCY",
+    "MissingCapabilityError",
     "NOTES_TOKEN_MARGIN",
     "ROW_COLUMNS",
     "CallRecord",
@@ -141,8 +144,7 @@ async def _run_question(
     rollout = make_rollout(episode, condition, settings=settings)
     notes_tokens = settings.max_tokens_notes
     if notes_tokens == AUTO:
-        is_bounded = isinstance(rollout, BoundedMemoryRollout)
-        notes_tokens = notes_max_tokens_for(rollout.notes_budget_chars) if is_bounded else None
+        notes_tokens = notes_max_tokens_for(rollout.notes_budget_chars) if rollout.bounded else None
     outcome = await arun_rollout(
         rollout,
         model,
@@ -192,9 +194,10 @@ async def arun_condition(
     """`run_condition` for callers already inside an event loop (`await arun_condition(...)`)."""
     episodes = list(episodes)
     _check_episodes(episodes)
+    await _check_capabilities(condition, model, settings)
     started_at, started = now_utc(), time.perf_counter()
     run_name = run_name or default_run_name(
-        condition, model.name, settings.notes_budget_chars, settings.chars_per_session
+        condition, model.name, settings.notes_budget_chars, settings.chars_per_session, settings.memory
     )
     stats_before = model_stats_snapshot(model)
 
@@ -219,6 +222,8 @@ async def arun_condition(
     trajectories = [result.trajectory for result in results]
     frame = rows_frame(rows)
     config = {"condition": condition, **asdict(settings)}
+    if config["memory"] == DEFAULT_MEMORY:  # as every run made before policies: a replay is the same run
+        del config["memory"]
     manifest = build_manifest(
         config,
         model,
@@ -244,6 +249,25 @@ async def arun_condition(
     return RunResult(
         run_name=run_name, frame=frame, trajectories=trajectories, manifest=manifest, paths=paths
     )
+
+
+class MissingCapabilityError(ModelConfigError):
+    """The run's memory policy needs what the server does not offer (tools, embeddings)."""
+
+
+async def _check_capabilities(condition: str, model: ChatModel, settings: RunSettings) -> None:
+    """Refuse, before any paid call, a bounded-memory run whose memory policy needs a capability
+    ("tools", "embeddings") the model's server lacks, naming the capability and the policy."""
+    if condition != "bounded_memory":
+        return
+    needs = get_memory_policy(settings.memory).needs
+    missing = await asyncio.to_thread(missing_capabilities, model, needs) if needs else {}
+    if missing:
+        why = "; ".join(f"{need}: {reason}" for need, reason in sorted(missing.items()))
+        raise MissingCapabilityError(
+            f"memory policy {settings.memory!r} needs {', '.join(sorted(missing))}, which {model.name} "
+            f"does not offer ({why}); no call was made"
+        )
 
 
 def _stopped_error(
@@ -324,7 +348,11 @@ def run_conditions(
                 run_name = None
                 if run_name_prefix is not None:
                     suffix = default_run_name(
-                        condition, model.name, settings.notes_budget_chars, settings.chars_per_session
+                        condition,
+                        model.name,
+                        settings.notes_budget_chars,
+                        settings.chars_per_session,
+                        settings.memory,
                     )
                     run_name = f"{run_name_prefix}__{suffix}"
                 frames.append(

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.progress import StudyProgress, progress_bar
 from supersede_lib.eval.rows import QuestionResult
-from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfigError
+from supersede_lib.models.chat import ChatModel, ChatResult, EmbedResult, Message, ModelConfigError
 from supersede_lib.models.openai_api import mark_long_lived
 from supersede_lib.models.rate_limit import AdaptiveLimit
 
@@ -54,6 +54,15 @@ class StopGate:
         if self.error is not None:
             raise Stopped()
         return await self.model.achat(messages, **options)
+
+    async def aembed(self, texts: list[str]) -> EmbedResult:
+        """The model's embedding call, refused like a chat call once the run is stopping."""
+        if self.error is not None:
+            raise Stopped()
+        aembed = getattr(self.model, "aembed", None)
+        if aembed is None:
+            raise ModelConfigError(f"{self.name} serves no embeddings, which this memory policy needs")
+        return await aembed(texts)
 
     def stop(self, error: ModelConfigError) -> None:
         if self.error is None:

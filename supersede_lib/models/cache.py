@@ -55,7 +55,14 @@ from typing import Any, Literal
 
 import filelock
 
-from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfigError
+from supersede_lib.models.chat import (
+    ChatModel,
+    ChatResult,
+    EmbedResult,
+    Message,
+    ModelConfigError,
+    missing_capabilities,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +86,8 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL,
     finish_reason TEXT,
     made_by_commit TEXT,
-    tentative INTEGER
+    tentative INTEGER,
+    tool_calls TEXT
 )
 """
 _EXPORTED_COLUMNS = (
@@ -120,6 +128,11 @@ def cache_key(
         payload["served_by"] = served_by
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _tool_calls_text(tool_calls: tuple[dict[str, str], ...]) -> str | None:
+    """A reply's tool calls as stored (JSON text), None for a reply without any."""
+    return json.dumps(list(tool_calls), ensure_ascii=False, sort_keys=True) if tool_calls else None
 
 
 class ResponseCache:
@@ -163,6 +176,7 @@ class ResponseCache:
             ("finish_reason", "TEXT"),
             ("made_by_commit", "TEXT"),
             ("tentative", "INTEGER"),
+            ("tool_calls", "TEXT"),
         ):
             if column in columns:
                 continue
@@ -195,8 +209,8 @@ class ResponseCache:
         """The final result stored for `key`, or None (a tentative empty reply is a miss);
         `CacheCorruptError` when the file cannot be read. `count=False` leaves hits/misses alone."""
         row = self._fetchone(
-            "SELECT text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit"
-            " FROM responses WHERE key = ? AND NOT coalesce(tentative, 0)",
+            "SELECT text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit,"
+            " tool_calls FROM responses WHERE key = ? AND NOT coalesce(tentative, 0)",
             (key,),
         )
         if count:
@@ -207,8 +221,18 @@ class ResponseCache:
                     self.hits += 1
         if row is None:
             return None
-        text, prompt_tokens, completion_tokens, latency_s, model, finish_reason, made_by_commit = row
+        (
+            text,
+            prompt_tokens,
+            completion_tokens,
+            latency_s,
+            model,
+            finish_reason,
+            made_by_commit,
+            tool_calls,
+        ) = row
         return ChatResult(
+            tool_calls=tuple(json.loads(tool_calls)) if tool_calls else (),
             text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -253,8 +277,8 @@ class ResponseCache:
         try:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses (key, text, prompt_tokens, completion_tokens, latency_s,"
-                " model, created_at, finish_reason, made_by_commit, tentative)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " model, created_at, finish_reason, made_by_commit, tentative, tool_calls)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     result.text,
@@ -266,6 +290,7 @@ class ResponseCache:
                     result.finish_reason,
                     made_by_commit,
                     int(tentative),
+                    _tool_calls_text(result.tool_calls),
                 ),
             )
         except sqlite3.DatabaseError as error:
@@ -280,7 +305,7 @@ class ResponseCache:
         try:
             rows = (
                 self._connection()
-                .execute(f"SELECT {', '.join(_EXPORTED_COLUMNS)} FROM responses ORDER BY key")
+                .execute(f"SELECT {', '.join(_EXPORTED_COLUMNS)}, tool_calls FROM responses ORDER BY key")
                 .fetchall()
             )
         except sqlite3.DatabaseError as error:
@@ -290,7 +315,11 @@ class ResponseCache:
         buffer = io.BytesIO()
         with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as handle:
             for row in rows:
-                record = dict(zip(_EXPORTED_COLUMNS, row, strict=True))
+                record = dict(zip(_EXPORTED_COLUMNS, row[:-1], strict=True))
+                if (
+                    row[-1] is not None
+                ):  # only replies with tool calls carry the key: other rows stay as they were
+                    record["tool_calls"] = row[-1]
                 handle.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
         # write-then-rename: two processes sharing a cache may export at once; neither leaves half a file
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
@@ -319,7 +348,8 @@ class ResponseCache:
                     raise ValueError(f"{source}: line {number} lacks {', '.join(missing)}")
                 cursor = connection.execute(
                     "INSERT OR IGNORE INTO responses (key, text, prompt_tokens, completion_tokens, latency_s,"
-                    " model, created_at, finish_reason, made_by_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " model, created_at, finish_reason, made_by_commit, tool_calls)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record["key"],
                         record["text"],
@@ -330,6 +360,7 @@ class ResponseCache:
                         time.time(),
                         record["finish_reason"],
                         record["made_by_commit"],
+                        record.get("tool_calls"),
                     ),
                 )
                 added += cursor.rowcount
@@ -428,8 +459,15 @@ class CachedChatModel:
                 self._served_by_asked_at = time.monotonic()
             return self._served_by
 
-    def key_for(self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int) -> str:
-        return self._key(messages, max_tokens, temperature, seed, self.served_by())
+    def key_for(
+        self,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float,
+        seed: int,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> str:
+        return self._key(messages, max_tokens, temperature, seed, self.served_by(), tools)
 
     def _key(
         self,
@@ -438,10 +476,60 @@ class CachedChatModel:
         temperature: float,
         seed: int,
         served_by: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> str:
-        params = {"max_tokens": max_tokens, "temperature": temperature}
+        """The request's key; `tools` enter it only when given, so a call without them keeps its key."""
+        params: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
         params.update(getattr(self.inner, "cache_params", None) or {})
+        if tools:
+            params["tools"] = tools
         return cache_key(self.backend, self.inner.name, messages, params, seed, served_by)
+
+    def embed_key(self, texts: list[str], served_by: dict[str, Any] | None) -> str:
+        """The key of an embedding call: the texts and the embedding model, never a chat call's key."""
+        params = {"embed": list(texts), "embedding_model": getattr(self.inner, "embedding_model", None)}
+        return cache_key(self.backend, self.inner.name, [], params, 0, served_by)
+
+    def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
+        """What the wrapped model cannot serve (`models.chat.missing_capabilities`)."""
+        return missing_capabilities(self.inner, needs)
+
+    async def aembed(self, texts: list[str]) -> EmbedResult:
+        """The wrapped model's `aembed` through the cache: a stored call is replayed (vectors kept as
+        JSON text in the reply column), a new one made once and stored."""
+        served_by = self._served_by if self._served_by_known else await asyncio.to_thread(self.served_by)
+        key = self.embed_key(texts, served_by)
+        usable = self._check_usable()
+        stored = self._lookup(key) if usable else None
+        if stored is None and usable and self.replay:
+            async with self._claim(key) as stored:
+                if stored is None:
+                    return await self._embed_and_store(key, texts)
+        if stored is None:
+            return await self._embed_and_store(key, texts)
+        vectors = tuple(tuple(vector) for vector in json.loads(stored.text))
+        return EmbedResult(
+            vectors=vectors,
+            prompt_tokens=stored.prompt_tokens,
+            cached=True,
+            model=stored.model,
+            made_by_commit=stored.made_by_commit,
+        )
+
+    async def _embed_and_store(self, key: str, texts: list[str]) -> EmbedResult:
+        aembed = getattr(self.inner, "aembed", None)
+        if aembed is None:
+            raise ModelConfigError(f"{self.name}: this backend serves no embeddings")
+        result: EmbedResult = await aembed(texts)
+        stored = ChatResult(
+            text=json.dumps([list(vector) for vector in result.vectors]),
+            prompt_tokens=result.prompt_tokens,
+            latency_s=result.latency_s,
+            model=result.model or self.name,
+        )
+        if self._damage is None:
+            self._store(key, stored)
+        return result
 
     def _damaged(self, error: CacheCorruptError) -> None:
         """Remember the damage; under "run_uncached" warn once and go on without the cache."""
@@ -473,7 +561,8 @@ class CachedChatModel:
     def _store(self, key: str, result: ChatResult) -> None:
         """Store a reply; an empty one is final only when the same request was empty before."""
         try:
-            tentative = not result.text.strip() and not self.cache.is_tentative(key)
+            empty = not result.text.strip() and not result.tool_calls
+            tentative = empty and not self.cache.is_tentative(key)
             self.cache.put(key, result, made_by_commit=self.commit, tentative=tentative)
         except CacheCorruptError as error:
             self._damaged(error)  # this reply is returned; "stop" raises at the next call
@@ -505,10 +594,11 @@ class CachedChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int = 0,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
         # the first call asks the server what it serves: off the event loop, the other calls go on
         served_by = self._served_by if self._served_by_known else await asyncio.to_thread(self.served_by)
-        key = self._key(messages, max_tokens, temperature, seed, served_by)
+        key = self._key(messages, max_tokens, temperature, seed, served_by, tools)
         usable = self._check_usable()
         stored = self._lookup(key) if usable else None
         if stored is not None:
@@ -522,7 +612,7 @@ class CachedChatModel:
         self._in_flight[key] = future
         try:
             result = await self._call(
-                key, messages, max_tokens, temperature, seed, claim=usable and self.replay
+                key, messages, max_tokens, temperature, seed, tools, claim=usable and self.replay
             )
             future.set_result(result)
             return result
@@ -543,6 +633,7 @@ class CachedChatModel:
         max_tokens: int | None,
         temperature: float,
         seed: int,
+        tools: list[dict[str, Any]] | None,
         *,
         claim: bool,
     ) -> ChatResult:
@@ -550,8 +641,9 @@ class CachedChatModel:
         async with self._claim(key) if claim else contextlib.nullcontext() as stored:
             if stored is not None:
                 return replace(stored, cached=True, latency_s=0.0)
+            extra = {"tools": tools} if tools else {}  # a backend without tools is never sent the keyword
             result = await self.inner.achat(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **extra
             )
             if self._damage is None:
                 self._store(key, result)
@@ -591,6 +683,13 @@ class RecordedRepliesOnly:
     def __init__(self, name: str, cache_namespace: str) -> None:
         self.name = name
         self.cache_namespace = cache_namespace
+
+    def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
+        """Nothing is missing: recorded replies answer every call they hold, tool calls and vectors too."""
+        return {}
+
+    async def aembed(self, texts: list[str]) -> Any:
+        return await self.achat([])
 
     async def achat(self, messages: list, **_: Any) -> Any:
         raise ModelConfigError(

@@ -41,9 +41,22 @@ class ChatResult:
     served_model: str | None = None  # the response's `model`
     system_fingerprint: str | None = None
     cached_prompt_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    # a call made with `tools`: the tool calls of the reply, each {"name": ..., "arguments": "<json text>"}
+    tool_calls: tuple[dict[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", clean_model_text(self.text))
+        object.__setattr__(
+            self,
+            "tool_calls",
+            tuple(
+                {
+                    "name": clean_model_text(call.get("name")),
+                    "arguments": clean_model_text(call.get("arguments")),
+                }
+                for call in self.tool_calls
+            ),
+        )
 
     @property
     def was_cut(self) -> bool:
@@ -51,9 +64,26 @@ class ChatResult:
         return self.finish_reason == "length"
 
 
+@dataclass(frozen=True)
+class EmbedResult:
+    """The vectors of one embedding call (one per text, in order) plus the accounting."""
+
+    vectors: tuple[tuple[float, ...], ...]
+    prompt_tokens: int = 0
+    latency_s: float = 0.0  # 0 for a cache hit
+    cached: bool = False
+    model: str = ""
+    made_by_commit: str | None = None
+
+
 @runtime_checkable
 class ChatModel(Protocol):
-    """Anything that turns a message list into a reply."""
+    """Anything that turns a message list into a reply.
+
+    A backend that can call tools also takes `tools=` (OpenAI function schemas) in `achat` and returns
+    the reply's tool calls in `ChatResult.tool_calls`; one that serves embeddings has
+    `async aembed(texts) -> EmbedResult`. Memory policies that need either say so (`MemoryPolicy.needs`)
+    and a run checks the server offers it first (`missing_capabilities`)."""
 
     name: str  # model id used in result tables and cache keys
 
@@ -218,6 +248,20 @@ def one_line(text: object, limit: int = 300) -> str:
     """`text` with whitespace collapsed, URL credentials redacted and cut to `limit` characters."""
     flat = redact_credentials(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def missing_capabilities(model: Any, needs: frozenset[str] | set[str]) -> dict[str, str]:
+    """Which of `needs` ("tools", "embeddings") `model` cannot serve, each with why (empty: all served).
+
+    A model that can say (`OpenAIChatModel.missing_capabilities` asks its server) answers for itself;
+    a wrapper (the response cache) asks what it wraps; any other backend serves neither."""
+    needs = set(needs)
+    if not needs:
+        return {}
+    ask = getattr(model, "missing_capabilities", None)
+    if callable(ask):
+        return dict(ask(frozenset(needs)))
+    return {need: f"the {type(model).__name__} backend does not offer {need}" for need in sorted(needs)}
 
 
 def release_model(model: Any) -> None:

@@ -1,7 +1,9 @@
 """A local OpenAI-compatible server: scripted fakes for tests and `make bench`, real models for `vf-eval`.
 
-`LocalOpenAIServer` answers `POST /v1/chat/completions`, `GET /v1/models` (and, given `slots`,
-llama.cpp's `GET /props` with `total_slots`) on 127.0.0.1 from a
+`LocalOpenAIServer` answers `POST /v1/chat/completions`, `POST /v1/embeddings` (deterministic
+bag-of-words vectors; `embeddings=False` answers 501 as llama.cpp does when started without them),
+`GET /v1/models` (and, given `slots` or `tools=False`, llama.cpp's `GET /props` with `total_slots` and
+`chat_template_caps.supports_tools`) on 127.0.0.1 from a
 background thread, one thread per connection, so many requests can wait out `latency_s` at
 once. It logs every request body, and can play a script of failures first::
 
@@ -9,6 +11,7 @@ once. It logs every request body, and can play a script of failures first::
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
         ...
         server.request_count  # every chat request received, failed ones included
+        server.get_paths  # every GET's path (/v1/models, /props, ...), in order
 
 Failure actions, consumed one per chat request in order (then normal replies):
 `("status", code)` an OpenAI-style error body with that HTTP status; `("retry_after", seconds)`
@@ -27,7 +30,10 @@ A responder can also fail one request on its own terms, e.g. every request of on
 A client that drops its connection (a timeout, a killed run) is normal here: the server says
 nothing about it instead of printing a traceback.
 
-Every reply is whatever the `responder` callable returns for the request's messages. The default,
+Every reply is whatever the `responder` callable returns for the request's messages: reply text, or
+a dict `{"content": text, "tool_calls": [{"name": ..., "arguments": "<json text>"}]}` for a reply with
+tool calls. A request with `tools` to the default responder is answered by `default_tool_responder`;
+with `tools=False` such a request gets llama.cpp's 400 for a server without tool support. The default,
 `default_responder`, is a deterministic fake (see its docstring), so bench runs exercise the whole
 rollout with realistic-looking notes and answers; a responder that calls a real `ChatModel`
 (`studies.environment_validation.ModelEndpoint`) serves an in-process model to clients that only speak HTTP.
@@ -45,7 +51,8 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Responder = Callable[[list[dict[str, Any]]], str]
+Responder = Callable[[list[dict[str, Any]]], str | dict[str, Any]]
+EMBEDDING_DIMENSIONS = 16
 FailureAction = tuple[str, Any]
 FAILURE_KINDS = (
     "status",
@@ -107,9 +114,43 @@ def default_responder(messages: list[dict[str, Any]]) -> str:
     if "Conversation history:" in text:
         lines = _user_lines(text)
         return lines[-1] if lines else UNKNOWN_ANSWER
+    if "Reply with the JSON list." in text:  # the latest-value policy's extraction
+        date = text.split("Conversation (", 1)[1].split(")", 1)[0][:10] if "Conversation (" in text else ""
+        return json.dumps([{"key": "said", "value": line, "date": date} for line in _user_lines(text)[-1:]])
+    if "Conversation (" in text:  # the other memory policies' extraction and observation calls
+        return "\n".join(_user_lines(text.split("Conversation (", 1)[1]))
+    if "Observation log (" in text:  # the reflector: the newest half of the log
+        log = text.split(":\n", 1)[1].split("\n\nWrite the tidied log.", 1)[0].splitlines()
+        return "\n".join(log[len(log) // 2 :])
     if "yes or no" in text.lower():
         return "yes"
     return "OK"
+
+
+def default_tool_responder(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """A reply with one tool call: the first tool that takes `content`, given the conversation's last
+    user line (how the core-memory policy appends), else no tool call and "OK"."""
+    takes_content = [
+        tool["function"]["name"]
+        for tool in tools
+        if "content" in tool.get("function", {}).get("parameters", {}).get("properties", {})
+    ]
+    lines = _user_lines(_last_user_content(messages))
+    if not takes_content or not lines:
+        return {"content": "OK", "tool_calls": []}
+    return {
+        "content": "",
+        "tool_calls": [{"name": takes_content[0], "arguments": json.dumps({"content": lines[-1]})}],
+    }
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A deterministic unit vector for `text`: its words hashed into `EMBEDDING_DIMENSIONS` buckets."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"\w+", text.lower()):
+        vector[sum(word.encode("utf-8")) % EMBEDDING_DIMENSIONS] += 1.0
+    norm = sum(value * value for value in vector) ** 0.5 or 1.0
+    return [value / norm for value in vector]
 
 
 class ScriptedFailure(Exception):
@@ -160,6 +201,8 @@ class LocalOpenAIServer:
         model: str = "fake-model",
         api_key: str | None = None,
         slots: int | None = None,
+        embeddings: bool = True,
+        tools: bool = True,
     ) -> None:
         self.latency_s = latency_s
         self.responder = responder or default_responder
@@ -167,7 +210,11 @@ class LocalOpenAIServer:
         self.model = model
         self.api_key = api_key  # when set, requests without "Bearer <api_key>" get 401
         self.slots = slots  # when set, GET /props says total_slots like llama.cpp's server (else 404)
+        self.embeddings = embeddings  # False: POST /v1/embeddings answers 501, as llama.cpp without them
+        self.tools = tools  # False: a chat request with tools gets llama.cpp's 400 (no --jinja)
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.get_paths: list[str] = []  # every GET's path, in order (how often a client probes)
         self.max_in_flight = 0
         self._in_flight = 0
         self._failures: deque[FailureAction] = deque(_validate_failures(failures or []))
@@ -250,9 +297,21 @@ class LocalOpenAIServer:
             self._in_flight -= 1
 
     def completion_body(
-        self, request: dict[str, Any], text: str | None, index: int, finish_reason: str = "stop"
+        self,
+        request: dict[str, Any],
+        text: str | None,
+        index: int,
+        finish_reason: str = "stop",
+        tool_calls: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """A chat.completion object the openai SDK (and verifiers) parse without complaint."""
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{index}_{number}", "type": "function", "function": dict(call)}
+                for number, call in enumerate(tool_calls)
+            ]
+            finish_reason = "tool_calls" if finish_reason == "stop" else finish_reason
         prompt_text = "".join(str(message.get("content", "")) for message in request.get("messages", []))
         prompt_tokens = approx_token_count(prompt_text)
         completion_tokens = approx_token_count(text or "")
@@ -264,7 +323,7 @@ class LocalOpenAIServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
+                    "message": message,
                     "finish_reason": finish_reason,
                     "logprobs": None,
                 }
@@ -326,11 +385,14 @@ class _Handler(BaseHTTPRequestHandler):
         return expected is None or self.headers.get("Authorization") == f"Bearer {expected}"
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        with self.owner._lock:
+            self.owner.get_paths.append(self.path)
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": self.owner.model, "object": "model", "created": 0, "owned_by": "supersede-fake"}
             self._send_json(200, {"object": "list", "data": [model]})
-        elif self.path.rstrip("/") == "/props" and self.owner.slots is not None:
-            self._send_json(200, {"total_slots": self.owner.slots, "model_alias": self.owner.model})
+        elif self.path.rstrip("/") == "/props" and (self.owner.slots is not None or not self.owner.tools):
+            props = {"total_slots": self.owner.slots or 1, "model_alias": self.owner.model}
+            self._send_json(200, {**props, "chat_template_caps": {"supports_tools": self.owner.tools}})
         elif self.path.rstrip("/") in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok"})
         else:
@@ -339,6 +401,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/") in ("/v1/embeddings", "/embeddings"):
+            self._embed(raw)
+            return
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, _error_body(404, f"no route POST {self.path}"))
             return
@@ -370,18 +435,57 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(messages, list):
             self._send_json(400, _error_body(400, "'messages' must be a list of {role, content}"))
             return
+        tools = body.get("tools")
+        if tools and not owner.tools:
+            self._send_json(400, _error_body(400, "tools param requires --jinja flag"))
+            return
         try:
-            text = owner.responder(messages)
+            if tools and owner.responder is default_responder:
+                reply: str | dict[str, Any] = default_tool_responder(messages, tools)
+            else:
+                reply = owner.responder(messages)
         except ScriptedFailure as failure:
             self._fail(body, *failure.action)
             return
         except Exception as error:  # a test responder bug should show up as a readable 500
             self._send_json(500, _error_body(500, f"responder failed: {type(error).__name__}: {error}"))
             return
+        text, calls = (
+            (reply.get("content"), reply.get("tool_calls")) if isinstance(reply, dict) else (reply, None)
+        )
         if kind == "cut":
-            self._send_json(200, owner.completion_body(body, text[:value], owner.request_count, "length"))
+            cut = (text or "")[:value]
+            self._send_json(200, owner.completion_body(body, cut, owner.request_count, "length", calls))
             return
-        self._send_json(200, owner.completion_body(body, text, owner.request_count))
+        self._send_json(200, owner.completion_body(body, text, owner.request_count, tool_calls=calls))
+
+    def _embed(self, raw: bytes) -> None:
+        """Answer POST /v1/embeddings: one `fake_embedding` per input text (501 without embeddings)."""
+        if not self._authorised():
+            self._send_json(401, _error_body(401, "invalid api key"))
+            return
+        if not self.owner.embeddings:
+            message = "This server does not support embeddings. Start it with `--embeddings`"
+            self._send_json(501, _error_body(501, message))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as error:
+            self._send_json(400, _error_body(400, f"request body is not JSON: {error}"))
+            return
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+            self._send_json(400, _error_body(400, "'input' must be a string or a list of strings"))
+            return
+        with self.owner._lock:
+            self.owner.embedding_requests.append(body)
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(t)} for i, t in enumerate(texts)
+        ]
+        tokens = sum(approx_token_count(text) for text in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._send_json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})
 
     def _fail(self, body: dict[str, Any], kind: str, value: Any) -> None:
         """Answer with one of the immediate failure actions (see the module docstring)."""

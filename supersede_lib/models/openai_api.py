@@ -17,10 +17,12 @@ import os
 import random
 import re
 import socket
+import ssl
+import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -31,6 +33,7 @@ import openai
 from supersede_lib.models.chat import (
     ChatResult,
     ContextOverflowError,
+    EmbedResult,
     Message,
     ModelCallError,
     ModelConfigError,
@@ -46,6 +49,7 @@ from supersede_lib.models.rate_limit import report_rate_limited, report_success,
 
 logger = logging.getLogger(__name__)
 CHAT_PATH = "/chat/completions"
+EMBEDDINGS_PATH = "/embeddings"
 SERVER_PROBE_TIMEOUT_S = 3.0  # GET /props and /v1/models: a server that is up answers at once
 
 OPENAI_HOST = "api.openai.com"
@@ -132,8 +136,9 @@ class OpenAIChatModel:
     `ContextOverflowError` for a prompt that is too long: this one request fails) and a request
     that cannot be encoded. A server that has never answered and refuses the connection (or whose
     host is unknown) raises `ModelConfigError` at once: retrying would only delay that line.
-    Running out of retries raises `ModelCallError`. Timeouts, dropped and refused connections are
-    counted apart (`stats`), from the error's causes (`connection_failure`). The SDK's own retries
+    Running out of retries raises `ModelCallError`. Timeouts, dropped and refused connections, TLS
+    and other transport errors are counted apart (`stats`), from the error's causes
+    (`connection_failure`); a TLS failure before any answer stops at once too. The SDK's own retries
     are off so every attempt is visible here.
 
     Reasoning models get `max_completion_tokens = max(max_tokens, reasoning_token_floor)` so
@@ -170,6 +175,7 @@ class OpenAIChatModel:
         name: str | None = None,
         cache_namespace: str | None = None,
         reasoning: bool | None = None,
+        embedding_model: str | None = None,
         reasoning_token_floor: int = REASONING_TOKEN_FLOOR,
         sleep: SleepFunction = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
@@ -190,6 +196,7 @@ class OpenAIChatModel:
         self.retry_after_max_s = retry_after_max_s
         self.extra_params = dict(extra_params or {})
         self.reasoning_effort = reasoning_effort
+        self.embedding_model = embedding_model
         self.openai_endpoint = is_openai_endpoint(base_url)
         # another server's names are its own: a local model named gpt-5-local is sampled like any other
         self.reasoning = (
@@ -217,11 +224,14 @@ class OpenAIChatModel:
         self.timeouts = 0
         self.dropped_connections = 0
         self.refused_connections = 0
+        self.tls_errors = 0
+        self.transport_errors = 0
         self.cached_prompt_tokens = 0  # prompt tokens the server reported served from its prompt cache
         self.served_models: dict[str, int] = {}  # the responses' `model`: what actually served the calls
         self.system_fingerprints: set[str] = set()
         self._server_info: dict[str, Any] | None = None
-        self._served_identity: dict[str, Any] | None = None
+        self._server_probe: ServerProbe | None = None
+        self._probe_lock = threading.Lock()  # the probe is asked from worker threads
         self._reached = False  # any HTTP response so far: the address is right
 
     @property
@@ -280,10 +290,17 @@ class OpenAIChatModel:
         return self._async_client
 
     def request_params(
-        self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int
+        self,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float,
+        seed: int,
+        tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments sent to `chat.completions.create` (reasoning models differ)."""
         params: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
+        if tools:
+            params["tools"] = tools
         if self.reasoning:
             if max_tokens is not None:
                 params["max_completion_tokens"] = max(max_tokens, self.reasoning_token_floor)
@@ -314,16 +331,40 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int = 0,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
-        params = self.request_params(messages, max_tokens, temperature, seed)
+        params = self.request_params(messages, max_tokens, temperature, seed, tools)
         # the body as `create` would send it, posted as is: `create` first walks every message
         # through the SDK's type annotations (a third of the client's CPU a call, measured on the bench)
         body = {
             **{key: value for key, value in params.items() if key != "extra_body"},
             **params.get("extra_body", {}),
         }
-        client = self._client()
         started = time.perf_counter()
+        result = await self._post(CHAT_PATH, body, lambda reply: _read_completion(reply, self.name))
+        self._count(result)
+        return replace(result, latency_s=time.perf_counter() - started, model=self.name)
+
+    async def aembed(self, texts: list[str]) -> EmbedResult:
+        """One vector per text from the server's `POST /embeddings`, with the same retry policy as a
+        chat call. The model asked is `embedding_model` (default: the chat model's name, which a
+        llama.cpp server started with embeddings on answers with its one model)."""
+        body = {"model": self.embedding_model or self.model, "input": list(texts)}
+        started = time.perf_counter()
+        vectors, prompt_tokens = await self._post(
+            EMBEDDINGS_PATH, body, lambda reply: _read_embeddings(reply, texts)
+        )
+        self.prompt_tokens += prompt_tokens
+        return EmbedResult(
+            vectors=vectors,
+            prompt_tokens=prompt_tokens,
+            latency_s=time.perf_counter() - started,
+            model=self.name,
+        )
+
+    async def _post(self, path: str, body: dict[str, Any], read: Callable[[Any], Any]) -> Any:
+        """POST `body` to `path` and `read` the JSON reply, retrying as the class docstring says."""
+        client = self._client()
         self.call_count += 1
         last_error: BaseException | None = None
         for attempt in range(self.max_retries + 1):
@@ -332,24 +373,23 @@ class OpenAIChatModel:
                 await self._sleep(self.backoff_delay(attempt - 1, _retry_after_seconds(last_error)))
             self.attempt_count += 1
             try:
-                reply = await client.post(CHAT_PATH, cast_to=object, body=body)
+                reply = await client.post(path, cast_to=object, body=body)
                 self._reached = True
-                result = _read_completion(reply, self.name)
+                result = read(reply)
             except Exception as error:  # classified below; unknown errors propagate unchanged
                 if not self._is_retryable(error):
                     raise
                 last_error = error
                 continue
             report_success()
-            self._count(result)
-            return replace(result, latency_s=time.perf_counter() - started, model=self.name)
+            return result
         raise self._exhausted_error(last_error)
 
     def _count(self, result: ChatResult) -> None:
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
         self.cut_replies += result.was_cut
-        self.empty_replies += not result.text.strip()
+        self.empty_replies += not result.text.strip() and not result.tool_calls
         self.cached_prompt_tokens += result.cached_prompt_tokens or 0
         if result.served_model:
             self.served_models[result.served_model] = self.served_models.get(result.served_model, 0) + 1
@@ -359,17 +399,16 @@ class OpenAIChatModel:
     def server_info(self) -> dict[str, Any]:
         """What a self-hosted server offers, read once: `total_slots` (llama.cpp's GET /props: requests
         it serves at once; None when the server does not say) and `models` (GET /v1/models ids).
-        OpenAI's own endpoint is not asked (empty dict)."""
+        OpenAI's own endpoint is not asked (empty dict). Read from the same probe as `served_identity`."""
         if self._server_info is not None:
             return self._server_info
         info: dict[str, Any] = {}
         if not self.openai_endpoint and self.base_url:
-            headers = {"Authorization": f"Bearer {self._api_key}"}
-            root = self.base_url.rstrip("/").removesuffix("/v1")
-            props = _get_json(f"{root}/props", headers)
+            probe = self._probe()
+            props = probe.props
             slots = props.get("total_slots") if isinstance(props, dict) else None
             info["total_slots"] = slots if isinstance(slots, int) and slots >= 1 else None
-            listed = _get_json(f"{self.base_url.rstrip('/')}/models", headers)
+            listed = probe.listed
             data = listed.get("data") if isinstance(listed, dict) else None
             info["models"] = [item.get("id") for item in data or [] if isinstance(item, dict)]
         self._server_info = info
@@ -380,18 +419,50 @@ class OpenAIChatModel:
         under any model name, so the name alone would replay one server's replies as another's).
 
         None where the name says it: OpenAI's own endpoint, or a `cache_namespace` chosen to share
-        replies on purpose. Else `probe_served_identity`'s answer, kept once the server answered; a
-        server not reached is asked again at the next call, and its calls are keyed apart meanwhile."""
+        replies on purpose. Else what the server's probe says (`served_identity_from`), kept once the
+        server answered; a server not reached is asked again at the next call, and its calls are keyed
+        apart meanwhile."""
         if self.openai_endpoint or self.namespace_chosen or not self.base_url:
             return None
-        if self._served_identity is not None:
-            return self._served_identity
-        identity = probe_served_identity(
-            self.base_url, self.model, {"Authorization": f"Bearer {self._api_key}"}
-        )
-        if not identity.get("unreachable"):
-            self._served_identity = identity
-        return identity
+        return served_identity_from(self._probe(), self.base_url, self.model)
+
+    def _probe(self) -> ServerProbe:
+        """GET /v1/models and /props, once for `server_info` and `served_identity` together (a run asks
+        each once); asked again only while the server has given no lasting answer."""
+        with self._probe_lock:
+            if self._server_probe is not None and self._server_probe.reached:
+                return self._server_probe
+            self._server_probe = probe_server(
+                self.base_url or "", {"Authorization": f"Bearer {self._api_key}"}
+            )
+            return self._server_probe
+
+    def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
+        """Which of `needs` ("tools", "embeddings") this endpoint does not serve, each with why; asked
+        before a run's first paid call. OpenAI's own endpoint serves tools (embeddings need an
+        `embedding_model`). A self-hosted server is asked: tools through llama.cpp's GET /props
+        by a one-token chat with one tool (llama.cpp answers 400 without --jinja, and with it serves tools
+        even where its template has none, in its generic format), embeddings by one embedding of one
+        word (llama.cpp answers 501 unless started with embeddings on). A server
+        that cannot be reached is not judged here: the run's first call says so with its own error."""
+        missing: dict[str, str] = {}
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        if "tools" in needs and not self.openai_endpoint and self.base_url:
+            problem = _tools_problem(self.base_url, self.model, headers)
+            if problem:
+                missing["tools"] = (
+                    f"the server at {self.endpoint} takes no tools ({problem}; llama.cpp: start it with --jinja)"
+                )
+        if "embeddings" in needs:
+            if self.openai_endpoint and not self.embedding_model:
+                missing["embeddings"] = (
+                    f"{self.model} is a chat model: give embedding_model for OpenAI's endpoint"
+                )
+            elif self.base_url:
+                problem = _embeddings_problem(self.base_url, self.embedding_model or self.model, headers)
+                if problem:
+                    missing["embeddings"] = f"the server at {self.endpoint} serves no embeddings ({problem})"
+        return missing
 
     def _is_retryable(self, error: Exception) -> bool:
         """True for transient failures; raises the right error at once for permanent ones."""
@@ -430,13 +501,19 @@ class OpenAIChatModel:
                 f"cannot reach {self.endpoint}: {UNREACHABLE_REASONS[kind]}: check that the server is running "
                 "and that base_url has the right host, port and /v1"
             ) from None
+        if kind == TLS and not self._reached:  # a handshake fails the same way every time
+            raise ModelConfigError(
+                f"cannot reach {self.endpoint}: TLS failed ({one_line(root_cause(error), 160)}): check the "
+                "scheme (https:// to a plain-HTTP server, or http:// to a TLS one) and the server's certificate"
+            ) from None
         if kind in UNREACHABLE_REASONS:  # it answered before: stopped, or restarting
             self.refused_connections += 1
-        elif kind == DROPPED:
-            self.dropped_connections += 1
-        elif isinstance(error, openai.APITimeoutError):  # a queueing server pushes back with time
+        elif kind == TIMEOUT:  # a queueing server pushes back with time
             self.timeouts += 1
             report_timeout()
+        else:
+            counter = {DROPPED: "dropped_connections", TLS: "tls_errors"}.get(kind, "transport_errors")
+            setattr(self, counter, getattr(self, counter) + 1)
         return True
 
     def _status_error(self, error: Any) -> ModelError:
@@ -461,15 +538,17 @@ class OpenAIChatModel:
 
     def _exhausted_error(self, error: BaseException | None) -> ModelError:
         attempts = self.max_retries + 1
-        kind = connection_failure(error) if error is not None else None
-        timed_out = isinstance(error, openai.APITimeoutError) and kind is None
-        if isinstance(error, openai.APIConnectionError) and not timed_out and not self._reached:
+        connection = isinstance(error, openai.APIConnectionError)
+        kind = connection_failure(error) if connection and error is not None else None
+        if connection and kind != TIMEOUT and not self._reached:
             # something on that port closes every connection, or speaks no HTTP (TLS to a plain port)
             return ModelConfigError(
                 f"cannot reach {self.endpoint} after {attempts} attempts ({one_line(error)}): check that an "
                 "OpenAI-compatible server listens there and that base_url has the right scheme, host, port and /v1"
             )
         what = FAILURE_NAMES.get(kind or "", type(error).__name__)
+        if kind == TRANSPORT and error is not None:
+            what = f"{what} ({type(root_cause(error)).__name__})"
         return ModelCallError(
             f"{self.model!r} at {self.endpoint} still failing after {attempts} attempts: "
             f"{what}: {one_line(error)}"
@@ -491,6 +570,8 @@ class OpenAIChatModel:
             "timeouts": self.timeouts,  # attempts that ran out of time (not a refused or dropped connection)
             "dropped_connections": self.dropped_connections,  # closed or reset before the whole reply came
             "refused_connections": self.refused_connections,  # refused after the server had answered
+            "tls_errors": self.tls_errors,  # a TLS handshake or certificate failure
+            "transport_errors": self.transport_errors,  # any other connection-level failure
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "served_models": dict(self.served_models),
             "system_fingerprints": sorted(self.system_fingerprints),
@@ -510,6 +591,7 @@ def _read_completion(body: Any, model: str) -> ChatResult:
         raise _MalformedResponse(f"response has no choices[0].message ({type(body).__name__})") from error
     if not isinstance(text, str):
         raise _MalformedResponse(f"message content is {type(text).__name__}, not text")
+    tool_calls = _read_tool_calls(choice["message"].get("tool_calls"))
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     details = usage.get("prompt_tokens_details")
     cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
@@ -525,7 +607,40 @@ def _read_completion(body: Any, model: str) -> ChatResult:
         served_model=served_model if isinstance(served_model, str) and served_model else None,
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
         cached_prompt_tokens=cached_tokens if isinstance(cached_tokens, int) else None,
+        tool_calls=tool_calls,
     )
+
+
+def _read_tool_calls(calls: Any) -> tuple[dict[str, str], ...]:
+    """A message's `tool_calls` as `{"name", "arguments"}` pairs, arguments as the JSON text the server
+    sent (an object some servers send is written back as JSON text); whatever the model wrote in them
+    is the memory policy's to judge, not a malformed response."""
+    read = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        read.append({"name": str(function.get("name") or ""), "arguments": arguments})
+    return tuple(read)
+
+
+def _read_embeddings(body: Any, texts: list[str]) -> tuple[tuple[tuple[float, ...], ...], int]:
+    """The vectors of an embeddings body, in the order of `texts`, and its prompt tokens;
+    `_MalformedResponse` when it holds other than one vector of numbers per text."""
+    try:
+        items = sorted(body["data"], key=lambda item: item.get("index", 0))
+        vectors = tuple(tuple(float(value) for value in item["embedding"]) for item in items)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise _MalformedResponse(
+            f"embeddings response has no data[].embedding ({type(body).__name__})"
+        ) from error
+    if len(vectors) != len(texts) or any(not vector for vector in vectors):
+        raise _MalformedResponse(f"{len(vectors)} vectors for {len(texts)} texts")
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    return vectors, _count_field(usage, "prompt_tokens")
 
 
 def _count_field(usage: dict[str, Any], key: str) -> int:
@@ -534,19 +649,23 @@ def _count_field(usage: dict[str, Any], key: str) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
-def _get_json(url: str, headers: dict[str, str]) -> Any:
-    """The JSON body of a GET, or None when the server has no such route or is not reachable."""
-    return _probe_get(url, headers)[1]
-
-
 DROPPED = "dropped"
+TLS = "tls"
+TIMEOUT = "timeout"
+TRANSPORT = "transport"  # any other connection-level error (a proxy, a protocol the client cannot read)
 # what a server that cannot be reached at all means, by kind (the run stops with this)
 UNREACHABLE_REASONS = {
     "refused": "connection refused (nothing listens on that port)",
     "no_such_host": "host name not found (DNS lookup failed)",
     "no_route": "no route to the host",
 }
-FAILURE_NAMES = {DROPPED: "connection dropped by the server", "refused": "connection refused"}
+FAILURE_NAMES = {
+    DROPPED: "connection dropped by the server",
+    "refused": "connection refused",
+    TLS: "TLS error",
+    TIMEOUT: "timed out",
+    TRANSPORT: "transport error",
+}
 _NO_ROUTE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH})
 # matched by class name: the SDK vendors its own httpx and httpcore (`httpx2`, `httpcore2`) and aiohttp
 # is optional, so there is no one class to import for "the server closed the connection"
@@ -555,30 +674,58 @@ _DROPPED_ERROR_NAMES = frozenset(
 )
 
 
-def connection_failure(error: BaseException) -> str | None:
+def connection_failure(error: BaseException) -> str:
     """What a connection-level error was, read from its chain of causes: "refused", "no_such_host",
-    "no_route" (the server cannot be reached), `DROPPED` (closed or reset mid-request), or None (a
-    timeout, or anything else).
+    "no_route" (the server cannot be reached), `DROPPED` (closed or reset mid-request), `TLS` (the
+    handshake or the certificate failed), `TIMEOUT` (a clock ran out), else `TRANSPORT`.
 
     The SDK's class cannot be trusted: its aiohttp transport (the runner's long-lived loop) maps every
-    aiohttp connection error, a refused connection and a closed one included, to a connect timeout.
+    aiohttp connection error, a refused or closed connection and a TLS failure included, to a connect
+    timeout. A real timeout has a `TimeoutError` below it (aiohttp's timeouts and anyio's are one), or
+    is httpcore's own.
     """
     seen: set[int] = set()
+    timed_out = False
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, socket.gaierror):
-            return "no_such_host"
-        if isinstance(cause, ConnectionRefusedError):
-            return "refused"
-        if isinstance(cause, OSError) and cause.errno in _NO_ROUTE_ERRNOS:
-            return "no_route"
-        if isinstance(cause, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
-            return DROPPED
-        if type(cause).__name__ in _DROPPED_ERROR_NAMES:
-            return DROPPED
+        kind = _cause_kind(cause)
+        if kind is not None:
+            return kind
+        module = type(cause).__module__
+        timed_out = (
+            timed_out
+            or isinstance(cause, TimeoutError)
+            or (module.startswith("httpcore") and type(cause).__name__.endswith("Timeout"))
+        )
         cause = cause.__cause__ or cause.__context__
+    return TIMEOUT if timed_out else TRANSPORT
+
+
+def _cause_kind(cause: BaseException) -> str | None:
+    """The failure one exception in the chain names for certain, or None."""
+    if isinstance(cause, ssl.SSLError):  # an OSError too: before the errno checks
+        return TLS
+    if isinstance(cause, socket.gaierror):
+        return "no_such_host"
+    if isinstance(cause, ConnectionRefusedError):
+        return "refused"
+    if isinstance(cause, OSError) and cause.errno in _NO_ROUTE_ERRNOS:
+        return "no_route"
+    if isinstance(cause, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
+        return DROPPED
+    if type(cause).__name__ in _DROPPED_ERROR_NAMES:
+        return DROPPED
     return None
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost exception under `error` (what a transport error was, for its one line)."""
+    seen = {id(error)}
+    while (below := error.__cause__ or error.__context__) is not None and id(below) not in seen:
+        seen.add(id(below))
+        error = below
+    return error
 
 
 # what a GET /v1/models entry says about the weights behind a name (never `created`: a server's clock)
@@ -601,17 +748,38 @@ def cache_endpoint(base_url: str) -> str:
     return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
 
 
-def probe_served_identity(base_url: str, model: str, headers: dict[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ServerProbe:
+    """One look at a self-hosted server: whether GET /v1/models gave a lasting answer (`reached`),
+    its JSON (`listed`), and llama.cpp's GET /props JSON (`props`; None where the server has none)."""
+
+    reached: bool
+    listed: Any = None
+    props: Any = None
+
+
+def probe_server(base_url: str, headers: dict[str, str]) -> ServerProbe:
+    """GET /v1/models, then (when that answered) GET /props: one request each."""
+    reached, listed = _probe_get(f"{base_url.rstrip('/')}/models", headers)
+    if not reached:
+        return ServerProbe(reached=False)
+    _, props = _probe_get(f"{base_url.rstrip('/').removesuffix('/v1')}/props", headers)
+    return ServerProbe(reached=True, listed=listed, props=props)
+
+
+def served_identity_from(probe: ServerProbe, base_url: str, model: str) -> dict[str, Any]:
     """The endpoint and what it says it serves: `models`, the GET /v1/models entries for `model` (every
     entry when none is listed under that name, as llama.cpp answers any name with its one model), and
     `server`, llama.cpp's GET /props about its file. `unreachable: True` when /v1/models gave no lasting
     answer (not reached, timed out, 408, 429 or 5xx)."""
     endpoint = cache_endpoint(base_url)
-    reached, listed = _probe_get(f"{base_url.rstrip('/')}/models", headers)
-    if not reached:
+    if not probe.reached:
         return {"endpoint": endpoint, "unreachable": True}
-    _, props = _probe_get(f"{base_url.rstrip('/').removesuffix('/v1')}/props", headers)
-    return {"endpoint": endpoint, "models": _listed_identity(listed, model), "server": _props_identity(props)}
+    return {
+        "endpoint": endpoint,
+        "models": _listed_identity(probe.listed, model),
+        "server": _props_identity(probe.props),
+    }
 
 
 def _listed_identity(listed: Any, model: str) -> list[dict[str, Any]] | None:
@@ -630,6 +798,56 @@ def _props_identity(props: Any) -> dict[str, Any] | None:
     if isinstance(template, str) and template:
         identity["chat_template_sha256"] = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
     return identity or None
+
+
+_PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "probe",
+        "description": "unused",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def _tools_problem(base_url: str, model: str, headers: dict[str, str]) -> str | None:
+    """Why a one-token chat with one tool was refused (its status and message), or None when it was
+    served or the server could not be reached (not a missing capability)."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [_PROBE_TOOL],
+        "max_tokens": 1,
+    }
+    return _probe_post(f"{base_url.rstrip('/')}{CHAT_PATH}", headers, body, lambda reply: None)
+
+
+def _probe_post(
+    url: str, headers: dict[str, str], body: dict[str, Any], check: Callable[[Any], Any]
+) -> str | None:
+    """POST a capability probe: None when it was served (`check` accepts the JSON reply) or gave no
+    lasting answer; else the refusal's status and message."""
+    try:
+        response = httpx.post(url, headers=headers, json=body, timeout=60)
+    except httpx.HTTPError:
+        return None
+    if response.status_code == 200:
+        try:
+            check(response.json())
+            return None
+        except (ValueError, _MalformedResponse) as error:
+            return f"200 without the expected reply: {one_line(error, 120)}"
+    if response.status_code in (408, 429) or response.status_code >= 500 and response.status_code != 501:
+        return None
+    return f"{response.status_code}: {one_line(response.text, 160)}"
+
+
+def _embeddings_problem(base_url: str, model: str, headers: dict[str, str]) -> str | None:
+    """Why a one-word POST /embeddings failed (its status and message), or None when it gave a vector
+    or the server could not be reached (not a missing capability)."""
+    body = {"model": model, "input": ["probe"]}
+    url = f"{base_url.rstrip('/')}{EMBEDDINGS_PATH}"
+    return _probe_post(url, headers, body, lambda reply: _read_embeddings(reply, ["probe"]))
 
 
 def _probe_get(url: str, headers: dict[str, str]) -> tuple[bool, Any]:

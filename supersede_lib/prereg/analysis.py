@@ -27,6 +27,7 @@ from supersede_lib.eval.stats import (
 )
 from supersede_lib.profiles import Profile, ProfileError
 from supersede_lib.results import evidence
+from supersede_lib.results.comparison import failed_mask
 from supersede_lib.results.headings import NOTEBOOK_TRAINING
 from supersede_lib.results.outputs import markdown_table
 from supersede_lib.studies.evaluation_sets import BASE, set_folder
@@ -71,9 +72,13 @@ def _piece(profile: Profile, set_name: str, label: str, suffix: str) -> Path | N
 
 
 def _set_rows(profile: Profile, set_name: str, label: str) -> pd.DataFrame | None:
-    """One model's rows on one set, indexed by episode (None when it has not run)."""
+    """One model's rows on one set, indexed by episode (None when it has not run); a question the
+    run failed on is neither right nor wrong, so it is left out here and every paired test drops it."""
     path = _piece(profile, set_name, label, ".csv")
-    return None if path is None else pd.read_csv(path).set_index("episode_id")
+    if path is None:
+        return None
+    rows = pd.read_csv(path)
+    return rows[~failed_mask(rows)].set_index("episode_id")
 
 
 def _test_set_models(profile: Profile) -> list[tuple[str, str, str]]:
@@ -271,8 +276,9 @@ def _manifest_counts(profile: Profile, set_name: str, label: str) -> dict | None
         return None
     manifest = json.loads(path.read_text(encoding="utf-8"))
     totals = manifest["totals"]
-    n = int(totals["questions"])
-    correct = round(float(manifest["accuracy"]["matcher"] or 0.0) * n)
+    n = int(totals["questions"]) - len(manifest.get("failed_episode_ids", []))  # failed: left out
+    accuracy = manifest["accuracy"]
+    correct = round(float(accuracy.get("matcher_completed_only", accuracy["matcher"]) or 0.0) * n)
     return _counts(
         label, correct, n, totals["cut_calls"] / totals["calls"] if totals["calls"] else float("nan")
     )

@@ -7,6 +7,7 @@ Headless processes (tests, papermill without a display) get the Agg backend.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from supersede_lib.eval.diagnostics import FAILURE_CLASSES  # noqa: E402
+from supersede_lib.eval.run_files import write_bytes_atomic  # noqa: E402
 
 CONDITION_LABELS = {"full_context": "full context", "bounded_memory": "bounded memory"}
 FAILURE_COLORS = {
@@ -174,10 +176,13 @@ def failure_breakdown_figure(counts: pd.DataFrame, *, group: str = "model", titl
 
 
 def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
-    """Write a PNG (150 dpi) and close the figure so long sessions do not pile them up."""
+    """Write a PNG (150 dpi), whole or not at all (`write_bytes_atomic`), and close the figure so long
+    sessions do not pile them up."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=150, bbox_inches="tight")
+    image = io.BytesIO()
+    figure.savefig(image, format=path.suffix.lstrip(".") or "png", dpi=150, bbox_inches="tight")
+    write_bytes_atomic(path, image.getvalue())
     plt.close(figure)
     return path
 

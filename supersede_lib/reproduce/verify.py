@@ -27,6 +27,13 @@ from supersede_lib.results.outputs import STUDY_SUMMARY_FILE
 
 # columns that record how a live run went, not what it found: never compared
 LIVE_COLUMNS = frozenset({"latency_s", "cached_calls"})
+# columns added to run rows after records were made, with the cells every older record implies (the
+# notes policy, no memory failure; empty under full context): a replay's column the committed table
+# lacks is checked against these instead of failing the table, so a record need not be rewritten
+IMPLIED_COLUMNS: dict[str, frozenset[str]] = {
+    "memory_policy": frozenset({"notes", ""}),
+    "memory_failures": frozenset({"0"}),
+}
 TABLE_SUFFIXES = (".md", ".csv")
 SKIPPED_DIRS = frozenset({"executed", "cache", "training"})
 MAX_CELLS_SHOWN = 3
@@ -113,6 +120,13 @@ def compare_csv(committed: Path, replayed: Path) -> str | None:
     old, new = read_table_csv(committed), read_table_csv(replayed)
     old = old.drop(columns=[column for column in old.columns if column in LIVE_COLUMNS])
     new = new.drop(columns=[column for column in new.columns if column in LIVE_COLUMNS])
+    for column in [
+        column for column in new.columns if column in IMPLIED_COLUMNS and column not in old.columns
+    ]:
+        cells = set(new[column])
+        if not cells <= IMPLIED_COLUMNS[column]:
+            return f"column {column} added with {sorted(cells - IMPLIED_COLUMNS[column])}, which the record does not imply"
+        new = new.drop(columns=[column])
     if list(old.columns) != list(new.columns):
         added = [column for column in new.columns if column not in old.columns]
         dropped = [column for column in old.columns if column not in new.columns]

@@ -57,6 +57,27 @@ def failed_ids(*frames: pd.DataFrame) -> set[str]:
     return {str(key) for frame in frames for key in frame.loc[failed_mask(frame), "episode_id"]}
 
 
+def incomplete_line(failed: int, questions: int) -> str | None:
+    """The first line of a table or page some of whose questions failed (None when none did): a
+    failure is neither right nor wrong, so what follows is unfinished, not a finding, and the same
+    command, whose cache keeps every finished answer, asks only for the rest."""
+    if not failed:
+        return None
+    return f"> **incomplete: {failed} of {questions} failed — re-run the same command to finish.**"
+
+
+def accuracy_incomplete_line(accuracy: pd.DataFrame) -> str | None:
+    """`incomplete_line` for a study's accuracy table (rows of `accuracy_row`): the most questions
+    any row left out, of the questions that row was asked."""
+    if "failed" not in accuracy.columns:
+        return None
+    failed = accuracy["failed"].fillna(0).astype(int)
+    if not failed.any():
+        return None
+    worst = failed.idxmax()
+    return incomplete_line(int(failed[worst]), int(accuracy.loc[worst, "n"]) + int(failed[worst]))
+
+
 def accuracy_row(
     model: str, condition: str, correct: Sequence[bool], grader: str, failed: int | None = None
 ) -> dict[str, Any]:

@@ -20,8 +20,13 @@ import pandas as pd
 
 from supersede_lib.eval.run_files import live_measurements
 from supersede_lib.eval.stats import quarter_steps, success_trend
-from supersede_lib.results.comparison import accuracy_row, mcnemar_dict
-from supersede_lib.results.outputs import markdown_table
+from supersede_lib.results.comparison import (
+    accuracy_row,
+    failed_ids,
+    incomplete_line,
+    mcnemar_dict,
+)
+from supersede_lib.results.outputs import markdown_table, write_csv_atomic, write_text_atomic
 from supersede_lib.train.config import CONFIG_FILE, METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
 
 TREND = "trend"
@@ -52,10 +57,22 @@ def read_tables(directory: Path, names: Sequence[str]) -> dict[str, pd.DataFrame
 
 
 def write_evidence_table(directory: Path, name: str, table: pd.DataFrame) -> str:
-    """`<name>.csv` as computed and `<name>.md` as shown (`for_display`); returns the .md name."""
-    table.to_csv(directory / f"{name}.csv", index=False)
-    (directory / f"{name}.md").write_text(markdown_table(for_display(table)) + "\n")
+    """`<name>.csv` as computed and `<name>.md` as shown (`for_display`); returns the .md name. A
+    table some of whose questions failed (a `failed` column) opens with the incomplete line."""
+    write_csv_atomic(table, directory / f"{name}.csv")
+    text = markdown_table(for_display(table)) + "\n"
+    first_line = table_incomplete_line(table)
+    write_text_atomic(directory / f"{name}.md", f"{first_line}\n\n{text}" if first_line else text)
     return f"{name}.md"
+
+
+def table_incomplete_line(table: pd.DataFrame) -> str | None:
+    """`comparison.incomplete_line` of a table whose rows count the questions left out (`failed`,
+    beside the `n` compared): the row with the most left out names the questions asked."""
+    if "failed" not in table.columns or not table["failed"].fillna(0).any():
+        return None
+    worst = table.loc[table["failed"].fillna(0).astype(int).idxmax()]
+    return incomplete_line(int(worst["failed"]), int(worst["n"]) + int(worst["failed"]))
 
 
 def for_display(table: pd.DataFrame) -> pd.DataFrame:
@@ -192,12 +209,18 @@ def evaluation_frames(folder: Path) -> dict[str, pd.DataFrame]:
 
 
 def evaluation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Accuracy (Wilson 95%) of every model, and McNemar against the base on the same questions."""
+    """Accuracy (Wilson 95%) of every model, and McNemar against the base on the same questions.
+
+    A question any model's run failed on (the runner's `failed`) is neither right nor wrong: it
+    leaves every row, so all accuracies and tests stand on the same questions, and `failed` says
+    how many were left out (a column only when there are any)."""
+    left_out = failed_ids(*frames.values())
     base = frames["base"].set_index("episode_id")["verdict"].eq("correct")
+    base = base[~base.index.astype(str).isin(left_out)]
     rows = []
     for label, frame in frames.items():
         correct = frame.set_index("episode_id")["verdict"].eq("correct").reindex(base.index)
-        row = accuracy_row(label, "bounded_memory", list(correct), "matcher")
+        row = accuracy_row(label, "bounded_memory", list(correct), "matcher", failed=len(left_out) or None)
         if label != "base":
             test = mcnemar_dict(list(base), list(correct))
             row.update({"b_base_only": test["b"], "c_model_only": test["c"], "p_exact": test["p_exact"]})
@@ -220,7 +243,15 @@ def engine_check_table(whole: Path, prefix: Path) -> pd.DataFrame:
         pair = frames["whole"][label].merge(
             frames["prefix"][label], on="episode_id", suffixes=("_whole", "_prefix")
         )
-        row: dict[str, Any] = {"model": label, "n": len(pair)}
+        left_out = failed_ids(frames["whole"][label], frames["prefix"][label])
+        pair = pair[
+            ~pair["episode_id"].astype(str).isin(left_out)
+        ]  # either engine failed: nothing to compare
+        row: dict[str, Any] = {
+            "model": label,
+            "n": len(pair),
+            **({"failed": len(left_out)} if left_out else {}),
+        }
         for engine in ("whole", "prefix"):
             accuracy = tables[engine].set_index("model").loc[label] if tables else None
             row[f"correct_{engine}"] = int(pair[f"verdict_{engine}"].eq("correct").sum())

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -20,33 +18,11 @@ from pydantic import BaseModel
 
 from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.provenance import git_state
-from supersede_lib.eval.run_files import portable_paths
+from supersede_lib.eval.run_files import portable_paths, write_text_atomic
 from supersede_lib.models.chat import redact_json
 from supersede_lib.profiles import Profile
 
 STUDY_SUMMARY_FILE = "summary.json"
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write `text` whole or not at all: a temporary file in the same folder, then `os.replace`.
-
-    A reader (another run, a crash, a full disk) sees the old file or the new one, never half of
-    one; the same folder keeps the rename on one filesystem, where it is atomic.
-    """
-    path = Path(path)
-    handle = tempfile.NamedTemporaryFile(
-        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    )
-    try:
-        with handle:
-            handle.write(text.encode("utf-8"))
-        # a temporary file is private (0600); the page keeps the mode of the file it replaces
-        os.chmod(handle.name, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: Path) -> Path:
@@ -204,13 +180,22 @@ def study_warnings(directory: Path, manifests: dict[str, dict[str, Any]] | None 
 
 
 def write_table(
-    directory: Path, name: str, frame: pd.DataFrame, note: str = "", shown: pd.DataFrame | None = None
+    directory: Path,
+    name: str,
+    frame: pd.DataFrame,
+    note: str = "",
+    shown: pd.DataFrame | None = None,
+    *,
+    first_line: str | None = None,
 ) -> str:
     """`<name>.md` (a Markdown table plus an optional note) and `<name>.csv`; returns the .md name.
 
-    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages).
+    `shown` is what the Markdown displays when it differs from the CSV (e.g. shares as percentages);
+    `first_line` goes above the table, where a reader cannot miss it (an unfinished table says so).
     """
     text = markdown_table(frame if shown is None else shown) + (f"\n{note}\n" if note else "")
+    if first_line:
+        text = f"{first_line}\n\n{text}"
     write_text_atomic(directory / f"{name}.md", text)
     write_csv_atomic(frame, directory / f"{name}.csv")
     return f"{name}.md"

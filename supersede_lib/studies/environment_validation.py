@@ -33,7 +33,13 @@ from supersede_lib.eval.runner import (
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.profiles import EnvironmentBlock, Profile, SaturationBlock, judge_for
 from supersede_lib.results import paper_results
-from supersede_lib.results.comparison import correct_column, grader_name
+from supersede_lib.results.comparison import (
+    correct_column,
+    failed_ids,
+    failed_mask,
+    grader_name,
+    incomplete_line,
+)
 from supersede_lib.results.headings import (
     MATCHER,
     NOTEBOOK_ENVIRONMENT,
@@ -130,6 +136,10 @@ class EnvironmentValidationResult(ResultOfRuns):
     saturation_accuracy: float
     table: pd.DataFrame
     saturation_table: pd.DataFrame
+    # questions the runner failed on or the environment could not finish (its `error`): neither right
+    # nor wrong, in no accuracy or agreement above; and the saturation run's failed questions
+    left_out: list[str] = field(default_factory=list)
+    saturation_failed: int = 0
 
     @property
     def data_label(self) -> str:
@@ -280,7 +290,8 @@ def environment_table(
     result: EnvironmentValidationResult, ours_header: str, paper_header: str
 ) -> pd.DataFrame:
     """The paper's environment-validation facts beside ours (one column each)."""
-    n, served = result.n, result.served
+    n, served, failed = result.n, result.served, len(result.left_out)
+    left_out = f" ({failed} of {n} failed, left out)" if failed else ""
     return pd.DataFrame(
         [
             (
@@ -291,15 +302,19 @@ def environment_table(
             (
                 "environment reward accuracy (r_cur, matcher)",
                 percent(paper_results.ENVIRONMENT_MATCHER_ACCURACY),
-                percent(result.environment_accuracy),
+                percent(result.environment_accuracy) + left_out,
             ),
             (
                 "reference accuracy",
                 f"{percent(paper_results.ENVIRONMENT_JUDGE_ACCURACY)} (LLM judge)",
-                f"{percent(result.reference_accuracy)} ({result.reference_grader})",
+                f"{percent(result.reference_accuracy)} ({result.reference_grader})" + left_out,
             ),
-            ("mean reward r_cur + λ·r_stale", "—", f"{result.environment_mean_reward:.3f}"),
-            ("answers identical to run_condition's", "—", f"{result.answers_identical}/{n}"),
+            ("mean reward r_cur + λ·r_stale", "—", f"{result.environment_mean_reward:.3f}" + left_out),
+            (
+                "answers identical to run_condition's",
+                "—",
+                f"{result.answers_identical}/{n - failed}" + left_out,
+            ),
             (
                 "environment requests replayed from the runner's cache",
                 "—",
@@ -314,6 +329,13 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
     """Termination, the environment's reward beside the reference accuracy, answer agreement, saturation."""
     profile, rollouts, runner = raw.profile, raw.rollouts, raw.runner
     reference_grader = raw.grader if raw.judged else f"run_condition, {MATCHER}"
+    # a question either driver failed on is neither right nor wrong: it leaves both accuracies
+    left_out = failed_ids(runner) | {
+        str(key) for key in rollouts.loc[rollouts["error"].notna(), "episode_id"]
+    }
+    compared = rollouts[~rollouts["episode_id"].astype(str).isin(left_out)]
+    runner_compared = runner[~runner["episode_id"].astype(str).isin(left_out)]
+    saturation = raw.saturation[~failed_mask(raw.saturation)]
     joined = rollouts.merge(
         runner[["episode_id", "answer", "answered_current"]].rename(
             columns={"answer": "runner_answer", "answered_current": "runner_answered_current"}
@@ -322,7 +344,8 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
         how="left",
     )
     n = len(rollouts)
-    terminated = int(rollouts["terminated"].sum())
+    terminated = int(rollouts["terminated"].sum())  # every rollout: not terminating is the finding here
+    joined_compared = joined[~joined["episode_id"].astype(str).isin(left_out)]
     saturation_label = profile.require("saturation").episodes.label
     result = EnvironmentValidationResult(
         raw=raw,
@@ -330,16 +353,21 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
         runner_comparison=joined,
         terminated=terminated,
         all_terminated=terminated == n,
-        environment_accuracy=float(rollouts["answered_current"].mean()),
-        environment_mean_reward=float(rollouts["reward"].mean()),
-        reference_accuracy=float(correct_column(runner, use_judge=raw.judged).mean()),
+        environment_accuracy=float(compared["answered_current"].mean()),
+        environment_mean_reward=float(compared["reward"].mean()),
+        reference_accuracy=float(correct_column(runner_compared, use_judge=raw.judged).mean()),
         reference_grader=reference_grader,
         answers_identical=int(
-            (joined["answer"].fillna("") == joined["runner_answer"].fillna("").str.strip()).sum()
+            (
+                joined_compared["answer"].fillna("")
+                == joined_compared["runner_answer"].fillna("").str.strip()
+            ).sum()
         ),
-        saturation_accuracy=float(correct_column(raw.saturation, use_judge=False).mean()),
+        saturation_accuracy=float(correct_column(saturation, use_judge=False).mean()),
         table=pd.DataFrame(),
         saturation_table=pd.DataFrame(),
+        left_out=sorted(left_out),
+        saturation_failed=len(raw.saturation) - len(saturation),
     )
     result.table = environment_table(
         result,
@@ -351,7 +379,12 @@ def analyse_environment(raw: EnvironmentRuns) -> EnvironmentValidationResult:
             (
                 "full-context accuracy on explicit templated timelines",
                 f"{percent(paper_results.SYNTHETIC_FULL_CONTEXT_ACCURACY)} (gpt-4.1 family and gpt-5.4)",
-                percent(result.saturation_accuracy),
+                percent(result.saturation_accuracy)
+                + (
+                    f" ({result.saturation_failed} of {len(raw.saturation)} failed, left out)"
+                    if result.saturation_failed
+                    else ""
+                ),
             )
         ],
         columns=[
@@ -397,18 +430,26 @@ def write_environment(
     result.rollouts.to_csv(directory / "environment_rollouts.csv", index=False)
     result.runner_comparison.to_csv(directory / "environment_vs_runner.csv", index=False)
     tables = [
-        write_table(directory, "environment_validation", result.table),
+        write_table(
+            directory,
+            "environment_validation",
+            result.table,
+            first_line=incomplete_line(len(result.left_out), result.n),
+        ),
         write_table(
             directory,
             "saturation",
             result.saturation_table,
             f"Graded by the {MATCHER}. The paper (§4) reports 100% for frontier models reading these "
             "explicit timelines in full context, which is why it calls templated supersession saturated.",
+            first_line=incomplete_line(result.saturation_failed, len(result.saturation)),
         ),
     ]
     numbers = _environment_numbers(result)
     config = profile.as_config("environment", "saturation", "model", "judge")
     extra = {"all_terminated": result.all_terminated, "served": asdict(result.served)}
+    if result.left_out:
+        extra["left_out"] = result.left_out  # failed questions: in no accuracy above
     return record_summary(result, directory, NOTEBOOK_ENVIRONMENT, numbers, tables, config, extra)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,27 +90,28 @@ def set_models(profile: Profile, evaluation: EvaluationSet, runs: Sequence[Train
     return [model for model in every if model.label in evaluation.models]
 
 
-def run_settings(block: TransferBlock, runs: Sequence[TrainedRun], concurrency: int = 1) -> RunSettings:
-    """The prompt the adapters trained with, the budget, the profile's concurrency and (if asked) the
-    training's token cap."""
+def run_settings(profile: Profile, runs: Sequence[TrainedRun]) -> RunSettings:
+    """The rollout the adapters trained with (`TrainingConfig.rollout_settings`: budget and prompt)
+    run under the profile's settings (`Profile.run_settings`: its concurrency), with the transfer
+    block's budget and (if asked) the training's token cap on top: built from the two objects that
+    hold settings, never spelled again here, so an evaluation cannot drift from its training."""
+    block: TransferBlock = profile.require("transfer")
     config = runs[0].config
     variants = {run.config.prompt_variant for run in runs}
     if len(variants) != 1:
         raise ValueError(f"the training runs used different prompt variants: {sorted(variants)}")
+    trained = asdict(config.rollout_settings())
+    if block.notes_budget_chars:
+        trained["notes_budget_chars"] = block.notes_budget_chars
     cap = config.max_completion_length if block.max_tokens_from_training else None
-    return RunSettings(
-        prompt_variant=config.prompt_variant,
-        notes_budget_chars=block.notes_budget_chars or config.notes_budget_chars,
-        concurrency=concurrency,
-        **({"max_tokens_notes": cap, "max_tokens_answer": cap} if cap else {}),
-    )
+    if cap:
+        trained.update(max_tokens_notes=cap, max_tokens_answer=cap)
+    return profile.run_settings(**trained)
 
 
-def set_settings(
-    block: TransferBlock, evaluation: EvaluationSet, runs: Sequence[TrainedRun], concurrency: int = 1
-) -> RunSettings:
+def set_settings(profile: Profile, evaluation: EvaluationSet, runs: Sequence[TrainedRun]) -> RunSettings:
     """`run_settings`, with the set's own agent and token caps where it names them."""
-    settings = run_settings(block, runs, concurrency)
+    settings = run_settings(profile, runs)
     changes = {
         "prompt_variant": evaluation.prompt_variant,
         "max_tokens_notes": evaluation.max_tokens_notes,
@@ -220,7 +221,7 @@ def judge_models(
     folder, live = set_folder(profile, evaluation, root), profiles.live_calls_forced()
     folder.mkdir(parents=True, exist_ok=True)
     base_path = resolve_base_model(config)
-    settings = set_settings(block, evaluation, settings_runs or [_ConfigOnly(config)], profile.concurrency)
+    settings = set_settings(profile, evaluation, settings_runs or [_ConfigOnly(config)])
     cache, evaluated = _set_cache(profile, evaluation, root), False
     for model in models:
         if _finished(folder, model.label) and not live:

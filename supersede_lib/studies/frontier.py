@@ -154,7 +154,12 @@ def write_frontier(result: FrontierResult, directory: Path | None = None) -> Fro
     mcnemar.to_csv(directory / "mcnemar.csv", index=False)
     memory = pd.concat([comparison.memory for comparison in comparisons], ignore_index=True)
     tables = [
-        write_table(directory, "table1_frontier", result.table),
+        write_table(
+            directory,
+            "table1_frontier",
+            result.table,
+            first_line=paired.accuracy_incomplete_line(result.accuracy),
+        ),
         paired.write_failures(directory, result.failures, counts),
         write_table(
             directory, "memory_metrics", memory, paired.MEMORY_NOTE, shown=paired.shares_as_percent(memory)

@@ -17,12 +17,14 @@ import pandas as pd
 from supersede_lib import profiles
 from supersede_lib.agent.rollout import CONDITIONS
 from supersede_lib.data.episodes import load_episodes
+from supersede_lib.models.chat import ChatModel
 from supersede_lib.profiles import IsolationBlock, Profile, judge_for
 from supersede_lib.results import paper_results
 from supersede_lib.results.comparison import (
     MEMORY_NOTE,
     ConditionComparison,
     accuracy_cell,
+    accuracy_incomplete_line,
     all_failed,
     compare_conditions,
     comparison_numbers,
@@ -110,15 +112,18 @@ def isolation_table(
     return pd.DataFrame(rows, columns=["measure", paper_header, ours_header]).astype(str)
 
 
-def run_isolation_conditions(profile: Profile, *, progress: bool = True) -> ConditionComparison:
-    """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder)."""
+def run_isolation_conditions(
+    profile: Profile, *, progress: bool = True, model: ChatModel | None = None
+) -> ConditionComparison:
+    """Both conditions on `isolation.episodes` with the profile's model (run files in 02's folder);
+    `model` is that model already built (diagnose probes its server once, for the estimate and the run)."""
     block: IsolationBlock = profile.require("isolation")
     episodes = load_episodes(block.episodes)
     total = len(episodes) * len(CONDITIONS)
     with study_progress(profile, NOTEBOOK_ISOLATION, total, progress) as bar:
         return compare_conditions(
             episodes,
-            profiles.model_for(profile.model, profile),
+            model if model is not None else profiles.model_for(profile.model, profile),
             profile.run_settings(notes_budget_chars=block.notes_budget_chars, **block.token_caps()),
             directory=profiles.output_dir(profile, NOTEBOOK_ISOLATION),
             judge=judge_for(profile),
@@ -155,7 +160,8 @@ def write_isolation(result: IsolationResult, directory: Path | None = None) -> I
 
     profile, comparison, counts = result.profile, result.comparison, result.failure_counts
     directory = directory or profiles.output_dir(profile, NOTEBOOK_ISOLATION)
-    tables = [write_table(directory, "table1_isolation", result.table)]
+    first_line = accuracy_incomplete_line(comparison.accuracy)
+    tables = [write_table(directory, "table1_isolation", result.table, first_line=first_line)]
     write_csv_atomic(comparison.accuracy, directory / "accuracy.csv")
     write_text_atomic(directory / "mcnemar.json", json.dumps(comparison.mcnemar, indent=2) + "\n")
     write_csv_atomic(comparison.per_question, directory / "per_question.csv")

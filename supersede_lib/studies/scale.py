@@ -25,6 +25,7 @@ from supersede_lib.results import paper_results
 from supersede_lib.results.comparison import (
     MEMORY_NOTE,
     accuracy_cell,
+    accuracy_incomplete_line,
     combine_failures,
     failed_ids,
     failed_mask,
@@ -287,7 +288,11 @@ def write_scale(result: ScaleResult, directory: Path | None = None) -> ScaleResu
     accuracy.to_csv(directory / "accuracy.csv", index=False)
     tables = [
         write_table(
-            directory, "table2_scale", result.table, "Graded by the programmatic matcher in every condition."
+            directory,
+            "table2_scale",
+            result.table,
+            "Graded by the programmatic matcher in every condition.",
+            first_line=accuracy_incomplete_line(accuracy),
         ),
         write_failures(directory, result.failures, counts),
         write_table(

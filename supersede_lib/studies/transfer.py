@@ -32,7 +32,7 @@ from supersede_lib.models.chat import release_model
 from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint, hf_cache_namespace
 from supersede_lib.profiles import Profile, ProfileError, TransferBlock
 from supersede_lib.results import paper_results
-from supersede_lib.results.comparison import accuracy_row, mcnemar_dict
+from supersede_lib.results.comparison import accuracy_row, failed_ids, incomplete_line, mcnemar_dict
 from supersede_lib.results.headings import (
     MATCHER,
     NOTEBOOK_TRAINING,
@@ -71,6 +71,14 @@ class TransferRuns:
     correct_by_model: dict[str, pd.Series] = field(default_factory=dict)  # run -> correct per question
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> adapter path, sha256, check
     dtype: str | None = None  # of the evaluated weights: part of the replies' cache namespace
+    left_out: set[str] = field(default_factory=set)  # questions some model's run failed on
+
+    def scored(self) -> dict[str, pd.Series]:
+        """Every model's correctness on the questions no model failed: a failed question is neither
+        right nor wrong, so it leaves every accuracy and every paired comparison of the study."""
+        return {
+            run: correct[~correct.index.isin(self.left_out)] for run, correct in self.correct_by_model.items()
+        }
 
     def add(
         self,
@@ -81,8 +89,11 @@ class TransferRuns:
         step: int = 0,
         reward_type: str | None = None,
     ) -> None:
-        """Record one evaluated model's per-question correctness (matcher verdicts)."""
-        self.correct_by_model[run_name] = frame["verdict"].eq("correct")
+        """Record one evaluated model's per-question correctness (matcher verdicts, by question) and
+        the questions its run failed on."""
+        correct = frame["verdict"].eq("correct")
+        self.correct_by_model[run_name] = correct.set_axis(frame["episode_id"].astype(str).to_numpy())
+        self.left_out |= failed_ids(frame)
         self.evaluated.append(
             {
                 "run": run_name,
@@ -171,8 +182,11 @@ def checkpoint_row(
     correct: pd.Series,
     base_correct: pd.Series,
     reward_type: str | None = None,
+    failed: int = 0,
 ) -> dict[str, Any]:
-    """Accuracy of one evaluated model, its Wilson interval, and McNemar against the base model."""
+    """Accuracy of one evaluated model, its Wilson interval, and McNemar against the base model, on
+    the questions both answered; `failed`: questions left out because a run failed on them (a
+    `failed` column only when there are any, so a complete table keeps its columns)."""
     row = accuracy_row(run, "bounded_memory", correct.tolist(), MATCHER)
     test = mcnemar_dict(base_correct.tolist(), correct.tolist())  # b: base right only; c: trained right only
     return {
@@ -191,6 +205,7 @@ def checkpoint_row(
         "trained_only_right": test["c"],
         "p_exact": test["p_exact"],
         "p_chi2_corrected": test["p_chi2_corrected"],
+        **({"failed": failed} if failed else {}),
     }
 
 
@@ -209,6 +224,8 @@ def seed_aggregate(
         ["curriculum", "reward_type", "step"], sort=True
     ):
         matrix = np.array([correct_by_model[run].to_numpy(dtype=float) for run in group["run"]])
+        if matrix.shape[1] == 0:  # every question failed somewhere: nothing to average or resample
+            matrix = np.full((len(group), 1), np.nan)
         per_seed = matrix.mean(axis=1)
         indices = rng.integers(0, matrix.shape[1], size=(n_resamples, matrix.shape[1]))
         resampled = matrix[:, indices].mean(axis=2).mean(axis=0)
@@ -277,7 +294,7 @@ def _paired_arms(
                 "p_exact": test["p_exact"],
             }
         )
-    if rows:
+    if rows and first_all:  # no pooled row when every question failed somewhere
         pooled = paired_bootstrap_diff(second_all, first_all)
         pairs = list(zip(first_all, second_all, strict=True))
         rows.append(
@@ -316,7 +333,7 @@ def table3(checkpoints: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "checkpoint": "base (untrained)" if is_base else f"{row.run_group} step {row.step}",
-                "accuracy": f"{row.correct}/{row.n} = {percent(row.accuracy)}",
+                "accuracy": f"{row.correct}/{row.n} = {percent(row.accuracy)}" + _left_out_text(row),
                 "95% CI": f"{percent(row.ci_low)}-{percent(row.ci_high)}",
                 "vs. base": "—" if is_base else f"{row.vs_base_points:+.1f}",
                 "McNemar b/c (base only / trained only)": "—"
@@ -327,6 +344,12 @@ def table3(checkpoints: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _left_out_text(row: Any) -> str:
+    """What a Table 3 cell adds when questions were left out: `(2 of 20 failed, left out)`."""
+    failed = int(getattr(row, "failed", 0) or 0)
+    return f" ({failed} of {row.n + failed} failed, left out)" if failed else ""
 
 
 def paper_table3() -> pd.DataFrame:
@@ -452,7 +475,8 @@ def _replay_checkpoints(
 
 def analyse_transfer(raw: TransferRuns) -> TransferResult:
     """Accuracy and McNemar against the base per checkpoint, mean over seeds by step, arms, Table 3."""
-    base_correct = raw.correct_by_model["base"]
+    correct_by_model = raw.scored()  # failed questions left out of every number below
+    base_correct = correct_by_model["base"]
     checkpoints = pd.DataFrame(
         [
             checkpoint_row(
@@ -460,9 +484,10 @@ def analyse_transfer(raw: TransferRuns) -> TransferResult:
                 item["curriculum"],
                 item["seed"],
                 item["step"],
-                raw.correct_by_model[item["run"]],
+                correct_by_model[item["run"]],
                 base_correct,
                 item["reward_type"],
+                failed=len(raw.left_out),
             )
             for item in raw.evaluated
         ]
@@ -475,9 +500,9 @@ def analyse_transfer(raw: TransferRuns) -> TransferResult:
         data_label=raw.profile.require("transfer").episodes.label,
         n=raw.n,
         checkpoints=checkpoints,
-        by_step=seed_aggregate(raw.correct_by_model, checkpoints),
-        curricula=curriculum_comparison(raw.correct_by_model, checkpoints),
-        rewards=reward_comparison(raw.correct_by_model, checkpoints),
+        by_step=seed_aggregate(correct_by_model, checkpoints),
+        curricula=curriculum_comparison(correct_by_model, checkpoints),
+        rewards=reward_comparison(correct_by_model, checkpoints),
         table=table3(checkpoints),
         paper_table=paper_table3(),
         raw=raw,
@@ -506,6 +531,7 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
 
     profile, raw, model, data, n = result.profile, result.raw, result.model, result.data_label, result.n
     directory = directory or profiles.output_dir(profile, NOTEBOOK_TRANSFER)
+    first_line = incomplete_line(len(raw.left_out), n)  # failed questions: in no number of these tables
     result.checkpoints.to_csv(directory / "checkpoints.csv", index=False)
     result.by_step.to_csv(directory / "accuracy_by_step.csv", index=False)
     tables = [
@@ -516,6 +542,7 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
             f"ours: {model} base and GRPO checkpoints, bounded memory (B = {raw.notes_budget_chars}), {MATCHER}, "
             f"held-out {data}, profile {profile.name}, n = {n}. McNemar is paired on the same questions; "
             "b = right before training only, c = right after training only.",
+            first_line=first_line,
         ),
         write_table(
             directory,
@@ -533,6 +560,7 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
                 result.curricula,
                 "Fixed (the paper's curriculum) vs adaptive (climbs the difficulty ladder when groups "
                 f"saturate), each run's final checkpoint, same held-out questions (n = {n} per seed).",
+                first_line=first_line,
             )
         )
     if not result.rewards.empty:
@@ -544,6 +572,7 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
                 "Sparse (the paper's: the answer alone) vs memory reward (plus credit when the notes "
                 "hold the current value), each run's final checkpoint, same held-out questions "
                 f"(n = {n} per seed).",
+                first_line=first_line,
             )
         )
     figure = plots.transfer_figure(
@@ -561,6 +590,8 @@ def write_transfer(result: TransferResult, directory: Path | None = None) -> Tra
         "base_model": raw.base_path,
     }
     extra = {"adapters": raw.adapters, "base_fingerprint": raw.base_fingerprint, "dtype": raw.dtype}
+    if raw.left_out:
+        extra["left_out"] = sorted(raw.left_out)  # failed questions: in no number above
     return record_summary(result, directory, NOTEBOOK_TRANSFER, numbers, tables, config, extra)
 
 

@@ -79,7 +79,7 @@ class PolicyRollout:
         messages = prompts.answer_from_notes_messages(
             self._rendered(), self.episode.question, self.episode.question_date, self.prompt_variant
         )
-        return PolicyCall(kind="chat", messages=messages, max_tokens=None)
+        return PolicyCall(kind="chat", messages=messages)  # "auto": the run's answer cap
 
     def current_messages(self) -> list[dict[str, Any]]:
         """The chat prompt of the current turn ([] for an embedding call, which has texts instead)."""

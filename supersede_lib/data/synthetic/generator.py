@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from supersede_lib.agent.episode import Episode, Session
+from supersede_lib.agent.episode import Episode, Session, Turn
 from supersede_lib.data.synthetic.config import GeneratorConfig, config_for_difficulty, resolve_config
 from supersede_lib.data.synthetic.domains import FACT_DOMAINS, FactDomain
 from supersede_lib.data.synthetic.render import (
@@ -81,10 +82,12 @@ def _session_dates(
 # --------------------------------------------------------------------------------------------
 
 
-def _pick_domain(rng: random.Random, config: GeneratorConfig) -> FactDomain:
-    names = list(config.domains or FACT_DOMAINS)
+def _pick_domain(
+    rng: random.Random, config: GeneratorConfig, fact_domains: Mapping[str, FactDomain]
+) -> FactDomain:
+    names = list(config.domains or fact_domains)
     weights = [config.counts_weight if name == "counts" else 1.0 for name in names]
-    return FACT_DOMAINS[rng.choices(names, weights=weights)[0]]
+    return fact_domains[rng.choices(names, weights=weights)[0]]
 
 
 def _render_sessions(
@@ -146,14 +149,23 @@ def _timeline_entries(
     return timeline
 
 
-def generate_episode(seed: int, config: GeneratorConfig | str = "medium") -> Episode:
-    """One synthetic knowledge-update episode; the same (seed, config) always gives the same episode."""
+def generate_episode(
+    seed: int,
+    config: GeneratorConfig | str = "medium",
+    *,
+    fact_domains: Mapping[str, FactDomain] | None = None,
+) -> Episode:
+    """One synthetic knowledge-update episode; the same (seed, config) always gives the same episode.
+
+    `fact_domains` replaces the table the tracked fact is drawn from (the held-out vocabulary of the
+    perturbations); left unset, it is `FACT_DOMAINS` and `config.domains` narrows it.
+    """
     config = resolve_config(config)
     rng = random.Random(seed)
     episode_id = f"syn-{config.name}-{seed}"
     n_sessions = rng.randint(*config.n_sessions)
     n_updates = rng.randint(*config.n_updates)
-    domain = _pick_domain(rng, config)
+    domain = _pick_domain(rng, config, FACT_DOMAINS if fact_domains is None else fact_domains)
     subject = rng.choice(domain.subjects)
     subject_words = {key: item for key, item in subject.items() if isinstance(item, str)}
     events = plan_events(rng, config, domain, subject, n_updates)
@@ -225,6 +237,13 @@ def generate_episodes(n: int, seed: int = 0, difficulty: str = "medium", **overr
     """
     if n < 0:
         raise ValueError(f"generate_episodes: n must be >= 0, got {n}")
+    config = episodes_config(difficulty, **overrides)
+    return [generate_episode(episode_seed(seed, index), config) for index in range(n)]
+
+
+def episodes_config(difficulty: str = "medium", **overrides: Any) -> GeneratorConfig:
+    """The config `generate_episodes(n, seed, difficulty, **overrides)` generates with (perturbations
+    rebuild parts of an episode with the config that made it)."""
     config = config_for_difficulty(difficulty)
     known = {item.name for item in fields(GeneratorConfig)}
     unknown = sorted(set(overrides) - known)
@@ -232,9 +251,7 @@ def generate_episodes(n: int, seed: int = 0, difficulty: str = "medium", **overr
         raise ValueError(
             f"generate_episodes: unknown GeneratorConfig field(s) {unknown}; known: {sorted(known)}"
         )
-    if overrides:
-        config = replace(config, **overrides)
-    return [generate_episode(episode_seed(seed, index), config) for index in range(n)]
+    return replace(config, **overrides) if overrides else config
 
 
 def add_distractor_sessions(episode: Episode, count: int, *, seed: int | None = None) -> Episode:
@@ -256,44 +273,21 @@ def add_distractor_sessions(episode: Episode, count: int, *, seed: int | None = 
     tracked = metadata.get("domain")
     exchanges_range = tuple(metadata.get("distractor_exchanges", (2, 3)))
     filler_chars = int(metadata.get("filler_chars", 0))
-    dates = [parse_date(session.date) for session in episode.sessions] + [parse_date(episode.question_date)]
     # Gap g sits just before original session g (g == len(sessions): before the question).
     gaps = sorted(rng.choices(range(len(episode.sessions) + 1), k=count))
-    new_sessions: list[Session] = []
-    index_map: dict[int, int] = {}
-    for original_index in range(len(episode.sessions) + 1):
-        inserted = [gap for gap in gaps if gap == original_index]
-        if inserted:
-            end = dates[original_index]
-            start = dates[original_index - 1] if original_index else end - timedelta(days=7 * len(inserted))
-            span = (end - start) / (len(inserted) + 1)
-            if span < timedelta(minutes=1):
-                raise ValueError(
-                    f"episode {episode.episode_id}: sessions {original_index - 1} and {original_index} "
-                    "are too close in time to insert distractor sessions between them"
-                )
-            for offset, topic in enumerate(pick_topics(rng, len(inserted)), start=1):
-                moment = (start + span * offset).replace(second=0, microsecond=0)
-                exchanges = distractor_exchanges(
+
+    def distractors(how_many: int) -> list[tuple[Turn, ...]]:
+        return [
+            to_turns(
+                distractor_exchanges(
                     rng, topic, rng.randint(*exchanges_range), filler_chars, distractor_slots(rng, tracked)
                 )
-                new_sessions.append(
-                    Session(
-                        session_id=f"{episode.episode_id}-x{len(new_sessions):02d}",
-                        date=format_date(moment),
-                        turns=to_turns(exchanges),
-                    )
-                )
-        if original_index < len(episode.sessions):
-            index_map[original_index] = len(new_sessions)
-            new_sessions.append(episode.sessions[original_index])
-    if "value_timeline" in metadata:
-        metadata["value_timeline"] = [
-            {**entry, "session_index": index_map[entry["session_index"]]}
-            for entry in metadata["value_timeline"]
+            )
+            for topic in pick_topics(rng, how_many)
         ]
-    if "mention_sessions" in metadata:
-        metadata["mention_sessions"] = [index_map[index] for index in metadata["mention_sessions"]]
+
+    new_sessions, index_map = insert_sessions(episode, gaps, distractors, tag="x")
+    metadata = shift_session_indices(metadata, index_map)
     if "n_distractor_sessions" in metadata:
         metadata["n_distractor_sessions"] = metadata["n_distractor_sessions"] + count
     metadata["extra_distractor_sessions"] = metadata.get("extra_distractor_sessions", 0) + count
@@ -301,3 +295,51 @@ def add_distractor_sessions(episode: Episode, count: int, *, seed: int | None = 
     return replace(
         episode, episode_id=f"{episode.episode_id}+x{count}", sessions=tuple(new_sessions), metadata=metadata
     )
+
+
+def insert_sessions(
+    episode: Episode, gaps: list[int], write_turns: Callable[[int], list[tuple[Turn, ...]]], *, tag: str
+) -> tuple[list[Session], dict[int, int]]:
+    """The episode's sessions with new ones at `gaps`, and where each original session went.
+
+    Gap g sits just before original session g (g == len(sessions): before the question); new
+    sessions of one gap are dated evenly between their neighbours. `write_turns(count)` writes the
+    turns of one gap's `count` sessions; it is called gap by gap in order, so a caller drawing from
+    one random stream gets the same text for the same gaps. New session ids are the episode id,
+    `-{tag}` and the session's new index.
+    """
+    dates = [parse_date(session.date) for session in episode.sessions] + [parse_date(episode.question_date)]
+    new_sessions: list[Session] = []
+    index_map: dict[int, int] = {}
+    for original_index in range(len(episode.sessions) + 1):
+        inserted = gaps.count(original_index)
+        if inserted:
+            end = dates[original_index]
+            start = dates[original_index - 1] if original_index else end - timedelta(days=7 * inserted)
+            span = (end - start) / (inserted + 1)
+            if span < timedelta(minutes=1):
+                raise ValueError(
+                    f"episode {episode.episode_id}: sessions {original_index - 1} and {original_index} "
+                    "are too close in time to insert sessions between them"
+                )
+            for offset, turns in enumerate(write_turns(inserted), start=1):
+                moment = (start + span * offset).replace(second=0, microsecond=0)
+                session_id = f"{episode.episode_id}-{tag}{len(new_sessions):02d}"
+                new_sessions.append(Session(session_id=session_id, date=format_date(moment), turns=turns))
+        if original_index < len(episode.sessions):
+            index_map[original_index] = len(new_sessions)
+            new_sessions.append(episode.sessions[original_index])
+    return new_sessions, index_map
+
+
+def shift_session_indices(metadata: dict[str, Any], index_map: dict[int, int]) -> dict[str, Any]:
+    """Metadata whose session indices (value_timeline, mention_sessions) follow sessions that moved."""
+    metadata = dict(metadata)
+    if "value_timeline" in metadata:
+        metadata["value_timeline"] = [
+            {**entry, "session_index": index_map[entry["session_index"]]}
+            for entry in metadata["value_timeline"]
+        ]
+    if "mention_sessions" in metadata:
+        metadata["mention_sessions"] = [index_map[index] for index in metadata["mention_sessions"]]
+    return metadata
