@@ -32,6 +32,7 @@ from supersede_lib.agent.memory.mem0_policy import (  # noqa: E402 - after the s
 )
 
 DIMS = 64
+JSON = {"type": "json_object"}  # what Mem0 asks of both its chat calls
 
 
 def word_vector(text: str) -> list[float]:
@@ -228,3 +229,31 @@ def test_the_rendered_memory_fits_the_budget_best_first():
 )
 def test_mem0_date(date, expected):
     assert mem0_date(date) == expected
+
+
+def test_mem0_through_the_runner_asks_for_json_keys_it_and_replays_every_call(tmp_path):
+    from conftest import make_episode
+
+    from supersede_lib.eval.runner import RunSettings, run_condition
+    from supersede_lib.models.cache import CachedChatModel, ResponseCache
+    from supersede_lib.models.local_server import LocalOpenAIServer
+    from supersede_lib.models.openai_api import OpenAIChatModel
+
+    episode, settings = make_episode("ep-1", 2), RunSettings(memory="mem0")
+    with LocalOpenAIServer() as server:
+        cached = CachedChatModel(
+            OpenAIChatModel("fake-model", base_url=server.base_url, cache_namespace="t"),
+            ResponseCache(tmp_path / "cache.db"),
+        )
+        hi = [{"role": "user", "content": "hi"}]
+        assert cached.key_for(hi, 10, 0.0, 0) != cached.key_for(hi, 10, 0.0, 0, response_format=JSON)
+        first = run_condition([episode], "bounded_memory", cached, settings, progress=False)
+        chats, embeds = list(server.requests), len(server.embedding_requests)
+        second = run_condition([episode], "bounded_memory", cached, settings, progress=False)
+    mem0_calls = [body for body in chats if "Personal Information Organizer" in json.dumps(body["messages"])]
+    assert len(mem0_calls) == 2 and all(body.get("response_format") == JSON for body in mem0_calls)
+    assert "response_format" not in chats[-1]  # the answer call is every policy's, plain
+    row = first.frame.iloc[0]
+    assert not row.failed and row.memory_failures == 0 and "city1" in row.final_notes
+    assert len(server.requests) == len(chats) and len(server.embedding_requests) == embeds + 1  # the probe
+    assert second.frame.iloc[0].cached_calls == row.n_calls and second.frame.iloc[0].answer == row.answer
