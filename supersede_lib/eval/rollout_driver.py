@@ -261,7 +261,11 @@ async def _answer_call(
         return PolicyReply(vectors=[list(vector) for vector in embedded.vectors]), record
     if call is not None and call.max_tokens != "auto":  # "auto": the run's cap for this kind of turn
         max_tokens = call.max_tokens
-    extra = {"tools": call.tools} if call is not None and call.tools else {}  # never sent to backends without
+    extra: dict[str, Any] = {}  # tools and a response format are never sent to backends without them
+    if call is not None and call.tools:
+        extra["tools"] = call.tools
+    if call is not None and call.response_format:
+        extra["response_format"] = call.response_format
     messages = list(call.messages) if call is not None else rollout.current_messages()
     result: ChatResult = await model.achat(
         messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **extra
