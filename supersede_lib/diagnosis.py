@@ -11,7 +11,6 @@ everything a reader needs on one page, the estimate beside the time the run real
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -33,6 +32,7 @@ from supersede_lib.agent.settings import AUTO
 from supersede_lib.data.episodes import episode_sample
 from supersede_lib.eval.run_files import now_utc
 from supersede_lib.eval.runner import RunSettings, notes_max_tokens_for
+from supersede_lib.eval.scheduling import run_sync
 from supersede_lib.models.cache import ResponseCache
 from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import (
@@ -286,7 +286,8 @@ def probe_seconds_per_call(
     _, (episode, *_) = episode_sample(profile.require("isolation").episodes, 1)
     rollout = make_rollout(episode, "bounded_memory", settings=settings)
     model = model if model is not None else profiles.model_for(profile.model, profile)
-    replies = asyncio.run(_probe_replies(model, rollout, settings))
+    # on the runner's own long-lived loop: the model's HTTP client, opened here, serves the run too
+    replies = run_sync(_probe_replies(model, rollout, settings))
     live = [(reply.completion_tokens, seconds) for reply, seconds in replies if not reply.cached]
     timed = live[1:] or live
     if not timed:
