@@ -437,7 +437,9 @@ def notes_table(profile: Profile) -> pd.DataFrame:
                 "model": name,
                 "n": len(frame),
                 "final notes hold the current value": int(current.sum()),
-                "the same, literal reading of the key": int(frame["memory"].map(_holds_literally).sum()),
+                "the same, literal reading of the key": int(
+                    frame.get("memory", pd.Series(None, index=frame.index)).map(_holds_literally).sum()
+                ),
                 "hold a stale value": int(stale.sum()),
                 "hold the current value only": int(current_only.sum()),
                 "correct (matcher)": int(correct.sum()),
