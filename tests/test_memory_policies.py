@@ -339,3 +339,24 @@ def test_verify_reads_the_new_row_columns_as_older_records_imply_and_no_further(
         "episode_id,verdict,memory_policy,memory_failures\nep-1,correct,core_memory,0\nep-2,wrong,,0\n"
     )
     assert "memory_policy added with ['core_memory']" in compare_csv(committed, replayed)
+
+
+def test_a_rollout_that_ends_early_releases_its_policy() -> None:
+    """A call that fails for good ends the rollout before its answer; the driver then closes the
+    policy (Mem0's worker thread and store), instead of leaving them to the process's exit."""
+    import asyncio
+
+    from supersede_lib.eval.rollout_driver import arun_rollout
+    from supersede_lib.models.chat import ModelCallError
+
+    class FailingModel:
+        name = "failing"
+
+        async def achat(self, *args: Any, **kwargs: Any) -> Any:
+            raise ModelCallError("retries used up")
+
+    rollout = make_rollout(make_episode("e1"), "bounded_memory", memory="append_truncate")
+    closed: list[bool] = []
+    rollout.policy.close = lambda: closed.append(True)
+    outcome = asyncio.run(arun_rollout(rollout, FailingModel(), max_tokens_notes=32, max_tokens_answer=32))
+    assert outcome.failed and not rollout.done and closed == [True]

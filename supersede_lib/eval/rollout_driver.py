@@ -231,6 +231,8 @@ async def arun_rollout(
         record.session_index = session_index
         outcome.calls.append(record)
     outcome.wall_s = time.perf_counter() - started
+    if not rollout.done and hasattr(rollout, "close"):
+        rollout.close()  # ended early: a policy's worker thread and store go now, not at exit
     return outcome
 
 

@@ -47,6 +47,10 @@ MEM0_SEARCH_LIMIT = 100  # Mem0's own default for search and get_all
 WORKER_WAIT_SECONDS = 900.0  # Mem0 between two model calls does only local work; this long means it hung
 JSON_REPLY = {"type": "json_object"}  # what both of Mem0's chat calls ask for
 
+# A B-character memory holds about ten facts; Mem0's update reply names each with its event, about
+# 30 tokens apiece, so 384 tokens never cuts a reply it needs (a cut reply is a recorded failure).
+MEM0_MAX_TOKENS = 384
+
 
 class Mem0Error(RuntimeError):
     """Mem0 raised, its embedder got an unusable reply, or its worker stopped: the episode fails with this cause."""
@@ -250,9 +254,10 @@ class Mem0Policy(MemoryPolicy):
         budget_chars: int,
         prompt_variant: str = prompts.DEFAULT_PROMPT_VARIANT,
         *,
-        max_tokens: int | None | str = None,
+        max_tokens: int | None | str = MEM0_MAX_TOKENS,
     ) -> None:
-        """`max_tokens` caps each of Mem0's chat calls; None is Mem0's own default (2000 tokens)."""
+        """`max_tokens` caps each of Mem0's chat calls (None: Mem0's own default, 2000 tokens, which a
+        small model on a CPU server can spend minutes filling)."""
         super().__init__(budget_chars, prompt_variant)
         self._mem0 = import_mem0()
         from mem0.utils import factory as mem0_factory

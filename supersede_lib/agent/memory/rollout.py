@@ -85,6 +85,10 @@ class PolicyRollout:
         """The chat prompt of the current turn ([] for an embedding call, which has texts instead)."""
         return list(self.current_call().messages)
 
+    def close(self) -> None:
+        """Release the policy's threads and stores; the driver calls it when a rollout ends early."""
+        self.policy.close()
+
     def step(self, reply: str | PolicyReply) -> None:
         """Feed the reply to the current call and advance (to the next call, session or the answer)."""
         call = self.current_call()
