@@ -196,8 +196,9 @@ def perturbation_drop_figure(drops: pd.DataFrame, title: str, *, label: Any = No
             (drops["model"] == model) & (drops["condition"] == condition) & (drops["memory_policy"] == policy)
         ]
         heights = 100 * panel["drop"].fillna(0.0)
-        lower = (heights - 100 * panel["drop_low"].fillna(0.0)).clip(lower=0)
-        upper = (100 * panel["drop_high"].fillna(0.0) - heights).clip(lower=0)
+        # no interval (one pair, or none): no whisker
+        lower = (heights - 100 * panel["drop_low"].fillna(panel["drop"]).fillna(0.0)).clip(lower=0)
+        upper = (100 * panel["drop_high"].fillna(panel["drop"]).fillna(0.0) - heights).clip(lower=0)
         positions = range(len(panel))
         ax.bar(positions, heights, color=[colors[name] for name in panel["perturbation"]])
         ax.errorbar(positions, heights, yerr=[lower, upper], fmt="none", ecolor="black", capsize=3, lw=1)

@@ -234,9 +234,11 @@ def drop_row(pairs: pd.DataFrame, failed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"n": len(pairs), "failed": failed}
     row |= _accuracy(UNPERTURBED, base) | _accuracy("perturbed", twin)
     if len(pairs):
-        drop = paired_bootstrap_diff(base, twin, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
         test = paired_mcnemar(base, twin)
-        row |= {"drop": drop.diff, "drop_low": drop.low, "drop_high": drop.high}
+        row |= {"drop": float(base.mean() - twin.mean()), "drop_low": float("nan"), "drop_high": float("nan")}
+        if len(pairs) > 1:  # one pair has no spread to resample: its interval stays empty
+            drop = paired_bootstrap_diff(base, twin, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+            row |= {"drop": drop.diff, "drop_low": drop.low, "drop_high": drop.high}
         row |= {"mcnemar_b": test.b, "mcnemar_c": test.c, "p_exact": test.p_exact}
         row |= {
             "stale_unperturbed": float((pairs["verdict_unperturbed"] == "stale").mean()),
@@ -271,6 +273,8 @@ def drops_table(drops: pd.DataFrame) -> pd.DataFrame:
     def drop(row: Any) -> str:
         if pd.isna(row["drop"]):
             return "—"
+        if pd.isna(row["drop_low"]):
+            return f"{100 * row['drop']:+.1f} [—]"
         return f"{100 * row['drop']:+.1f} [{100 * row['drop_low']:+.1f}, {100 * row['drop_high']:+.1f}]"
 
     rows = [
