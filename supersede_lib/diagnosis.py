@@ -46,6 +46,20 @@ from supersede_lib.results.comparison import incomplete_line as comparison_incom
 from supersede_lib.results.comparison import shares_as_percent
 from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
 
+SUITES = ("isolation", "robustness")
+# the perturbations `diagnose --suite robustness` asks: each setting of notebook 09's offline record
+SUITE_PERTURBATIONS = (
+    {"name": "k_facts", "k": 2},
+    {"name": "k_facts", "k": 4},
+    "someone_else",
+    "considered_not_made",
+    "reverted",
+    "indirect",
+    "past_tense_later",
+    "held_out_vocab",
+    {"name": "distractor_density", "count": 8},
+    {"name": "last_update_position", "position": "early"},
+)
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
 REPORT_FILE = "DIAGNOSIS.md"
 # seconds one call takes when nothing was measured (an --estimate-only run with an empty cache): a hosted
@@ -119,11 +133,13 @@ def diagnosis_profile(
     max_tokens_notes: int | None = None,
     max_tokens_answer: int | None = None,
     cache_namespace: str | None = None,
+    suite: str = "isolation",
 ) -> Profile:
     """An in-memory profile for one endpoint (validated like any configs/*.yaml); a setting left None
     keeps the default (the isolation block's budget, the runner's token caps, the model's timeout).
     Cached replies are keyed on the endpoint and what it serves unless `cache_namespace` names replies
-    to share on purpose."""
+    to share on purpose. `suite="robustness"` adds the perturbation suite (notebook 09) on the same
+    unperturbed episodes: every `SUITE_PERTURBATIONS` twin of each, both conditions."""
     name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
     model_spec = {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env}
     if cache_namespace is not None:
@@ -147,6 +163,14 @@ def diagnosis_profile(
         "isolation": {"episodes": episodes}
         | {key: value for key, value in chosen.items() if value is not None},
     }
+    if suite == "robustness":
+        if episodes["source"] != "synthetic":
+            raise ValueError("--suite robustness perturbs synthetic episodes: use --data synthetic")
+        data["robustness"] = {"episodes": episodes, "perturbations": list(SUITE_PERTURBATIONS)} | {
+            key: value for key, value in chosen.items() if key == "notes_budget_chars" and value is not None
+        }
+    elif suite != "isolation":
+        raise ValueError(f"--suite {suite!r}: expected one of {', '.join(SUITES)}")
     return profiles.validate_profile(data, "<diagnose>")
 
 
@@ -184,19 +208,31 @@ def _episode_cost(episode: Any, settings: RunSettings) -> tuple[int, int, int]:
     return 2 + sessions, prompt, completion
 
 
+def question_sets(profile: Profile) -> list[Any]:
+    """The episode blocks a diagnosis asks in both conditions: the isolation block's, or with the
+    robustness suite its unperturbed episodes and every perturbation's twins (the extra calls)."""
+    block = profile.robustness
+    if block is None:
+        return [profile.require("isolation").episodes]
+    return [block.episodes, *(spec for _, spec in block.perturbed_specs())]
+
+
 def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimate:
     """Calls and tokens (4 characters a token) from the prompts the rollouts build, priced for OpenAI
     only; time from `seconds_per_call` (else `ASSUMED_SECONDS_PER_CALL`, until a measurement replaces
     it: `Estimate.timed`) and the profile's concurrency. Above `SAMPLE_QUESTIONS` questions the
     counts are the first ones' scaled up, so no n costs more than that many prompts to estimate."""
-    block = profile.require("isolation")
-    questions, sample = episode_sample(block.episodes, SAMPLE_QUESTIONS)
     settings = run_settings(profile)
-    costs = [_episode_cost(episode, settings) for episode in sample]
-    scale = questions / len(sample)
+    questions, sampled, parts = 0, 0, [0.0, 0.0, 0.0]
+    for spec in question_sets(profile):
+        count, sample = episode_sample(spec, SAMPLE_QUESTIONS)
+        costs = [_episode_cost(episode, settings) for episode in sample]
+        questions, sampled = questions + count, sampled + len(sample)
+        for part in range(3):
+            parts[part] += sum(cost[part] for cost in costs) * count / len(sample)
 
     def total(part: int) -> int:
-        return round(sum(cost[part] for cost in costs) * scale)
+        return round(parts[part])
 
     calls, prompt, completion = total(0), total(1) // CHARS_PER_TOKEN, total(2) // CHARS_PER_TOKEN
     model = profile.model
@@ -215,7 +251,7 @@ def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimat
         seconds_per_call=seconds_per_call or assumed,
         concurrency=profile.concurrency,
         basis="as given" if seconds_per_call is not None else ASSUMED_BASIS,
-        sampled=len(sample) if len(sample) < questions else None,
+        sampled=sampled if sampled < questions else None,
     )
 
 
@@ -544,3 +580,52 @@ def folder_lock(directory: Path) -> Iterator[Path]:
         handle.truncate(0)
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()
+
+
+def robustness_incomplete_line(result: Any) -> str | None:
+    """The robustness page's first line when pairs failed (None when every pair was compared)."""
+    if not result.left_out:
+        return None
+    asked = len(result.per_pair) + len(result.left_out)
+    first = comparison_incomplete_line(len(result.left_out), asked)
+    return (
+        f"{first} A pair is left out of every number when the server failed either of its questions "
+        "(the `error` column of the run CSVs says why); the re-run asks only for what is not in the cache."
+    )
+
+
+def write_robustness_diagnosis(result: Any, planned: Estimate) -> Path:
+    """The suite's one-page report beside its files: the drop table and figure, what it took; from
+    this run's results only (`studies.robustness.RobustnessResult`), written whole."""
+    directory: Path = result.output_dir
+    profile: Profile = result.profile
+    manifests = {arm.run.run_name: arm.run.manifest for arm in result.runs}
+    incomplete = robustness_incomplete_line(result)
+    figure = result.figures.get("drops")
+    lines = [
+        *([incomplete, ""] if incomplete else []),
+        f"# Robustness diagnosis: {', '.join(result.model)}",
+        "",
+        f"{profile.description} Data: {result.data_label}, n = {result.n} pairs per perturbation; grader: "
+        f"{result.grader}. Each perturbation's twin keeps the answer determined (docs/perturbations.md): a "
+        "drop says the model's memory took a shortcut the twin breaks.",
+        "",
+        served_line(profile, list(manifests.values())),
+        "",
+        "## Drop from the unperturbed twin",
+        "",
+        markdown_table(result.table),
+        *([f"![drops]({figure.name})", ""] if figure is not None else []),
+        "## What it took",
+        "",
+        f"Estimated before the run: {planned.line()}.",
+        "",
+        estimate_vs_real(planned, manifests),
+        "",
+        *cut_calls_advice(profile, manifests),
+        markdown_table(_run_totals(manifests)),
+        f"Files: `{directory}` (run CSVs, trajectories, manifests, per_pair.csv, tables). Run the same "
+        "command again to resume: finished calls come from the response cache.",
+        "",
+    ]
+    return write_text_atomic(directory / REPORT_FILE, redact_credentials("\n".join(lines)))

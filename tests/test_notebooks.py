@@ -28,6 +28,7 @@ STUDY_NOTEBOOKS = (
     "05_environment_validation",
     "06_grpo_training",
     "07_transfer_eval",
+    "09_robustness",
 )
 
 

@@ -42,6 +42,7 @@ NOTEBOOK_BLOCKS = {
     "05": ("environment", "saturation"),
     "06": ("training",),
     "07": ("transfer",),
+    "09": ("robustness",),
 }
 MODES_HELP = """modes:
   (default)  a profile with a committed record (outputs/<profile>/ in git) is REPLAYED: recorded
@@ -167,6 +168,8 @@ def reproduce(
         raise ValueError(f"profile {profile}: no committed record under outputs/{profile}/ to {mode}")
     loaded = profiles.load_profile(profile)  # fail fast on an unknown profile
     paths = runnable_notebooks(loaded, notebook_paths(only, notebooks_dir), log)
+    if mode in ("replay", "record"):
+        paths = recorded_notebooks(profile, paths, log)
     committed_root = profiles.OUTPUT_ROOT
     if mode != "replay":
         check_clean_for_results(committed_root / profile)
@@ -237,6 +240,22 @@ def runnable_notebooks(
         raise ValueError(
             f"profile {profile.name}: none of the chosen notebooks has its blocks in {profile.source}"
         )
+    return kept
+
+
+def recorded_notebooks(profile: str, paths: list[Path], log: Callable[[str], None] = print) -> list[Path]:
+    """The notebooks a replay can check: those with committed files in outputs/<profile>/<notebook>/.
+    A notebook whose block the profile has but whose record nobody made yet is named and skipped,
+    never run live in its place (its replies are not recorded: a replay would call the model)."""
+    kept = []
+    for path in paths:
+        if has_committed_record(f"{profile}/{path.stem}"):
+            kept.append(path)
+        else:
+            log(
+                f"skipped {path.name}: not recorded yet for {profile} (no committed outputs/{profile}/"
+                f"{path.stem}/; `reproduce --profile {profile} --only {path.name[:2]} --live` records it)"
+            )
     return kept
 
 

@@ -31,6 +31,7 @@ from supersede_lib.results.headings import (
     NOTEBOOK_ENVIRONMENT,
     NOTEBOOK_FRONTIER,
     NOTEBOOK_ISOLATION,
+    NOTEBOOK_ROBUSTNESS,
     NOTEBOOK_SCALE,
     NOTEBOOK_TRAINING,
     NOTEBOOK_TRANSFER,
@@ -45,7 +46,11 @@ STUDY_SECTIONS = (
     (NOTEBOOK_ENVIRONMENT, "05 · Environment validation and synthetic saturation (paper §4, §5.2)"),
     (NOTEBOOK_TRAINING, "06 · GRPO training (paper §5.3, Figure 4a)"),
     (NOTEBOOK_TRANSFER, "07 · Transfer evaluation (paper Table 3, Figure 4b)"),
+    (NOTEBOOK_ROBUSTNESS, "09 · Robustness: perturbations that keep the answer determined"),
 )
+# Studies beyond the paper's: a section only where the profile has the block or its folder exists,
+# so a profile that never asks for one reads as before; with the block and no folder: not recorded yet
+OPTIONAL_SECTIONS = {NOTEBOOK_ROBUSTNESS: "robustness"}
 REPORT_FILE = "REPORT.md"
 
 
@@ -264,6 +269,15 @@ def preregistered_section(profile: profiles.Profile, root: Path) -> str:
     return "\n".join(lines)
 
 
+def not_recorded_section(profile_name: str, name: str, title: str, block: str) -> str:
+    """The section of a study the profile asks for (its block) whose record was not made yet."""
+    return (
+        f"## {title}\n\n_Not recorded yet: `configs/{profile_name}.yaml` has a `{block}:` block but "
+        f"there is no `{name}/` folder (`python -m supersede_lib reproduce --profile {profile_name} "
+        f"--only {name[:2]} --live` records it)._\n"
+    )
+
+
 def build_report(profile_name: str, output_root: Path | None = None) -> str:
     """The REPORT.md text for a profile, from the files under outputs/<profile>/."""
     profile = profiles.load_profile(profile_name)
@@ -293,6 +307,11 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
         lines.append(preregistered_section(profile, root))
     lines.append(instrument_section(Path(output_root or profiles.OUTPUT_ROOT)))
     for name, title in (*STUDY_SECTIONS, *((name, name) for name in extra)):
+        block = OPTIONAL_SECTIONS.get(name)
+        if block is not None and not (root / name).exists():
+            if getattr(profile, block) is not None:
+                lines.append(not_recorded_section(profile_name, name, title, block))
+            continue
         lines.append(study_section(root / name, title, root))
     lines += [
         "## Configuration",

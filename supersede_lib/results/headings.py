@@ -18,6 +18,7 @@ NOTEBOOK_SCALE = "04_scale"
 NOTEBOOK_ENVIRONMENT = "05_environment_validation"
 NOTEBOOK_TRAINING = "06_grpo_training"
 NOTEBOOK_TRANSFER = "07_transfer_eval"
+NOTEBOOK_ROBUSTNESS = "09_robustness"
 
 MATCHER = "programmatic matcher"  # the grader named when no LLM judge is set
 
