@@ -1,4 +1,4 @@
-"""Write notebooks 01-08 from the cell sources below (committed without outputs).
+"""Write the study notebooks (01-09) from the cell sources below (committed without outputs).
 
     .venv/bin/python notebooks/make_study_notebooks.py
 
@@ -458,6 +458,30 @@ def memory_systems_notebook() -> nbformat.NotebookNode:
     )
 
 
+def robustness_notebook() -> nbformat.NotebookNode:
+    return _notebook(
+        "09 · Robustness: perturbations that keep the answer determined",
+        "Each perturbation turns an unperturbed episode into its twin (another tracked fact, someone "
+        "else's update, a reverted value, ...; docs/perturbations.md) whose gold stays determined. An "
+        "agent that tracks superseded facts answers both alike; one that took a shortcut does not. Per "
+        "model and condition: accuracy on the twins beside the unperturbed episodes, the paired drop with "
+        "its bootstrap 95% interval, exact McNemar, Holm across perturbations (docs/robustness-log.md).",
+        [
+            new_code_cell(
+                "result = robustness.run_robustness(profile)\n"
+                "show(result.table, 'Drop from the unperturbed twin')\nshow_warnings(result)"
+            ),
+            new_code_cell("show_figure(result.figures['drops'])"),
+            new_code_cell(
+                "changed = result.per_pair[result.per_pair['correct_unperturbed'] & ~result.per_pair['correct_perturbed']]\n"
+                "show(changed.head(10), 'Right on the unperturbed episode, wrong on its twin')"
+            ),
+            new_code_cell("print('outputs:', result.output_dir)"),
+        ],
+        study="robustness",
+    )
+
+
 NOTEBOOKS = {
     "01_data.ipynb": data_notebook,
     "02_isolation.ipynb": isolation_notebook,
@@ -467,6 +491,7 @@ NOTEBOOKS = {
     "06_grpo_training.ipynb": training_notebook,
     "07_transfer_eval.ipynb": transfer_notebook,
     "08_memory_systems.ipynb": memory_systems_notebook,
+    "09_robustness.ipynb": robustness_notebook,
 }
 
 

@@ -11,7 +11,6 @@ everything a reader needs on one page, the estimate beside the time the run real
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -35,6 +34,7 @@ from supersede_lib.data.episodes import episode_sample
 from supersede_lib.eval.memory_metrics import embedding_calls
 from supersede_lib.eval.run_files import now_utc
 from supersede_lib.eval.runner import MissingCapabilityError, RunSettings, notes_max_tokens_for, run_condition
+from supersede_lib.eval.scheduling import run_sync
 from supersede_lib.models.cache import ResponseCache
 from supersede_lib.models.chat import redact_credentials
 from supersede_lib.models.openai_api import (
@@ -48,6 +48,20 @@ from supersede_lib.results.comparison import incomplete_line as comparison_incom
 from supersede_lib.results.comparison import shares_as_percent
 from supersede_lib.results.outputs import STUDY_SUMMARY_FILE, markdown_table, write_text_atomic
 
+SUITES = ("isolation", "robustness")
+# the perturbations `diagnose --suite robustness` asks: each setting of notebook 09's offline record
+SUITE_PERTURBATIONS = (
+    {"name": "k_facts", "k": 2},
+    {"name": "k_facts", "k": 4},
+    "someone_else",
+    "considered_not_made",
+    "reverted",
+    "indirect",
+    "past_tense_later",
+    "held_out_vocab",
+    {"name": "distractor_density", "count": 8},
+    {"name": "last_update_position", "position": "early"},
+)
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
 REPORT_FILE = "DIAGNOSIS.md"
 # seconds one call takes when nothing was measured (an --estimate-only run with an empty cache): a hosted
@@ -159,12 +173,16 @@ def diagnosis_profile(
     max_tokens_answer: int | None = None,
     cache_namespace: str | None = None,
     memory_policies: Sequence[str] = (),
+    suite: str = "isolation",
 ) -> Profile:
     """An in-memory profile for one endpoint (validated like any configs/*.yaml); a setting left None
     keeps the default (the isolation block's budget, the runner's token caps, the model's timeout).
     Cached replies are keyed on the endpoint and what it serves unless `cache_namespace` names replies
     to share on purpose. `memory_policies` (`--memory`) adds a `memory_systems:` block: the same
-    questions through each named policy, beside the notes (the reference, Table 1's bounded memory)."""
+    questions through each named policy, beside the notes (the reference, Table 1's bounded memory).
+    `suite="robustness"` adds the perturbation suite (notebook 09) on the same unperturbed episodes:
+    every `SUITE_PERTURBATIONS` twin of each, both conditions; it refuses `memory_policies`, whose
+    estimate is measured on Table 1's questions and whose table pairs policies on them, not on twins."""
     name = "diagnose-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", model).strip("-") or "model")
     model_spec = {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": api_key_env}
     if cache_namespace is not None:
@@ -188,8 +206,22 @@ def diagnosis_profile(
         "isolation": {"episodes": episodes}
         | {key: value for key, value in chosen.items() if value is not None},
     }
+    if memory_policies and suite != "isolation":
+        raise ValueError(
+            f"--memory {','.join(memory_policies)} with --suite {suite}: the policy table and its probe "
+            "estimate are Table 1's (--suite isolation); to compare memory policies under perturbation, "
+            "name them in a profile's robustness.memory_policies (notebook 09)"
+        )
     if memory_policies:
         data["memory_systems"] = memory_block(data, memory_policies)
+    if suite == "robustness":
+        if episodes["source"] != "synthetic":
+            raise ValueError("--suite robustness perturbs synthetic episodes: use --data synthetic")
+        data["robustness"] = {"episodes": episodes, "perturbations": list(SUITE_PERTURBATIONS)} | {
+            key: value for key, value in chosen.items() if key == "notes_budget_chars" and value is not None
+        }
+    elif suite != "isolation":
+        raise ValueError(f"--suite {suite!r}: expected one of {', '.join(SUITES)}")
     return profiles.validate_profile(data, "<diagnose>")
 
 
@@ -253,19 +285,32 @@ def _episode_cost(episode: Any, settings: RunSettings) -> tuple[int, int, int]:
     return 2 + sessions, prompt, completion
 
 
+def question_sets(profile: Profile) -> list[Any]:
+    """The episode blocks a diagnosis asks in both conditions: the isolation block's, or with the
+    robustness suite its unperturbed episodes and every perturbation's twins (the extra calls)."""
+    block = profile.robustness
+    if block is None:
+        return [profile.require("isolation").episodes]
+    return [block.episodes, *(spec for _, spec in block.perturbed_specs())]
+
+
 def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimate:
     """Calls and tokens (4 characters a token) from the prompts the rollouts build, priced for OpenAI
     only; time from `seconds_per_call` (else `ASSUMED_SECONDS_PER_CALL`, until a measurement replaces
     it: `Estimate.timed`) and the profile's concurrency. Above `SAMPLE_QUESTIONS` questions the
     counts are the first ones' scaled up, so no n costs more than that many prompts to estimate."""
-    block = profile.require("isolation")
-    questions, sample = episode_sample(block.episodes, SAMPLE_QUESTIONS)
     settings = run_settings(profile)
-    costs = [_episode_cost(episode, settings) for episode in sample]
-    scale = questions / len(sample)
+    questions, sampled, sessions, parts = 0, 0, 0.0, [0.0, 0.0, 0.0]
+    for spec in question_sets(profile):
+        count, sample = episode_sample(spec, SAMPLE_QUESTIONS)
+        costs = [_episode_cost(episode, settings) for episode in sample]
+        questions, sampled = questions + count, sampled + len(sample)
+        sessions += sum(len(episode.sessions) for episode in sample) * count / len(sample)
+        for part in range(3):
+            parts[part] += sum(cost[part] for cost in costs) * count / len(sample)
 
     def total(part: int) -> int:
-        return round(sum(cost[part] for cost in costs) * scale)
+        return round(parts[part])
 
     calls, prompt, completion = total(0), total(1) // CHARS_PER_TOKEN, total(2) // CHARS_PER_TOKEN
     model = profile.model
@@ -284,8 +329,8 @@ def estimate(profile: Profile, seconds_per_call: float | None = None) -> Estimat
         seconds_per_call=seconds_per_call or assumed,
         concurrency=profile.concurrency,
         basis="as given" if seconds_per_call is not None else ASSUMED_BASIS,
-        sampled=len(sample) if len(sample) < questions else None,
-        sessions=round(sum(len(episode.sessions) for episode in sample) * scale),
+        sampled=sampled if sampled < questions else None,
+        sessions=round(sessions),
     )
 
 
@@ -356,7 +401,8 @@ def probe_seconds_per_call(
     _, (episode, *_) = episode_sample(profile.require("isolation").episodes, 1)
     rollout = make_rollout(episode, "bounded_memory", settings=settings)
     model = model if model is not None else profiles.model_for(profile.model, profile)
-    replies = asyncio.run(_probe_replies(model, rollout, settings))
+    # on the runner's own long-lived loop: the model's HTTP client, opened here, serves the run too
+    replies = run_sync(_probe_replies(model, rollout, settings))
     live = [(reply.completion_tokens, seconds) for reply, seconds in replies if not reply.cached]
     timed = live[1:] or live
     if not timed:
@@ -605,19 +651,30 @@ def write_diagnosis(
         if not result.failure_counts.empty
         else "_No failures to classify._\n",
         *policy_lines,
+        *what_it_took(
+            profile, planned, manifests, f"`{directory}` (run CSVs, trajectories, manifests, tables)"
+        ),
+    ]
+    return write_text_atomic(directory / REPORT_FILE, redact_credentials("\n".join(lines)))
+
+
+def what_it_took(
+    profile: Profile, planned: Estimate, manifests: dict[str, dict[str, Any]], files: str
+) -> list[str]:
+    """A page's closing section, the same for every suite: the estimate beside what the runs took, the
+    cut-calls advice, the runs' totals and where the files are (`files`)."""
+    return [
         "## What it took",
         "",
         f"Estimated before the run: {planned.line()}.",
         "",
         estimate_vs_real(planned, manifests),
         "",
-        *cut_calls_advice(result.profile, manifests),
+        *cut_calls_advice(profile, manifests),
         markdown_table(_run_totals(manifests)),
-        f"Files: `{directory}` (run CSVs, trajectories, manifests, tables). Run the same command again to "
-        "resume: finished calls come from the response cache.",
+        f"Files: {files}. Run the same command again to resume: finished calls come from the response cache.",
         "",
     ]
-    return write_text_atomic(directory / REPORT_FILE, redact_credentials("\n".join(lines)))
 
 
 OUTDATED_MARK = "> **OUTDATED**"
@@ -702,3 +759,47 @@ def folder_lock(directory: Path) -> Iterator[Path]:
         handle.truncate(0)
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()
+
+
+def robustness_incomplete_line(result: Any) -> str | None:
+    """The robustness page's first line when pairs failed (None when every pair was compared)."""
+    if not result.left_out:
+        return None
+    asked = len(result.per_pair) + len(result.left_out)
+    first = comparison_incomplete_line(len(result.left_out), asked)
+    return (
+        f"{first} A pair is left out of every number when the server failed either of its questions "
+        "(the `error` column of the run CSVs says why); the re-run asks only for what is not in the cache."
+    )
+
+
+def write_robustness_diagnosis(result: Any, planned: Estimate) -> Path:
+    """The suite's one-page report beside its files: the drop table and figure, what it took; from
+    this run's results only (`studies.robustness.RobustnessResult`), written whole."""
+    directory: Path = result.output_dir
+    profile: Profile = result.profile
+    manifests = {arm.run.run_name: arm.run.manifest for arm in result.runs}
+    incomplete = robustness_incomplete_line(result)
+    figure = result.figures.get("drops")
+    lines = [
+        *([incomplete, ""] if incomplete else []),
+        f"# Robustness diagnosis: {', '.join(result.model)}",
+        "",
+        f"{profile.description} Data: {result.data_label}, n = {result.n} pairs per perturbation; grader: "
+        f"{result.grader}. Each perturbation's twin keeps the answer determined (docs/perturbations.md): a "
+        "drop says the model's memory took a shortcut the twin breaks.",
+        "",
+        served_line(profile, list(manifests.values())),
+        "",
+        "## Drop from the unperturbed twin",
+        "",
+        markdown_table(result.table),
+        *([f"![drops]({figure.name})", ""] if figure is not None else []),
+        *what_it_took(
+            profile,
+            planned,
+            manifests,
+            f"`{directory}` (run CSVs, trajectories, manifests, per_pair.csv, tables)",
+        ),
+    ]
+    return write_text_atomic(directory / REPORT_FILE, redact_credentials("\n".join(lines)))

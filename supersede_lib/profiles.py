@@ -221,6 +221,74 @@ class MemorySystemsBlock(_Block):
         )
 
 
+def memory_policy_changes(policy: str) -> dict[str, Any]:
+    """The one place a memory policy's name becomes a `RunSettings` change: none for the notes agent
+    or none ("": full context keeps no memory), so those runs, names and cached replies stay those of
+    every other study; `memory=` otherwise."""
+    return {} if policy in ("", DEFAULT_MEMORY) else {"memory": policy}
+
+
+class RobustnessBlock(_Block):
+    """09: every model and condition on unperturbed synthetic episodes and on each perturbation's twins
+    of them (docs/perturbations.md); the unperturbed set is asked once and pairs with every twin.
+
+    `perturbations` lists names or mappings of a name and its parameters (`{name: k_facts, k: 2}`);
+    `models` defaults to the profile's model; `pairs_per_model` asks a model only the first n base
+    episodes (and their twins), by its `name`; `memory_policies` are the bounded-memory agents to
+    compare (`agent.memory.MEMORY_POLICIES`; the notes agent by default).
+    """
+
+    episodes: EpisodeSpec
+    perturbations: list[str | dict[str, Any]] = Field(min_length=1)
+    models: list[ModelSpec] | None = Field(default=None, min_length=1)
+    conditions: list[Literal["full_context", "bounded_memory"]] = Field(
+        default=["full_context", "bounded_memory"], min_length=1
+    )
+    notes_budget_chars: Budget = BLOCK_BUDGET
+    pairs_per_model: dict[str, Count] = Field(default_factory=dict)
+    memory_policies: list[MemoryPolicyName] = Field(default=[DEFAULT_MEMORY], min_length=1)
+
+    @field_validator("memory_policies")
+    @classmethod
+    def _different_policies(cls, policies: list[str]) -> list[str]:
+        if len(set(policies)) != len(policies):
+            raise ValueError(f"memory policies must differ (got {policies})")
+        return policies
+
+    @model_validator(mode="after")
+    def _twins_of_synthetic_episodes(self) -> RobustnessBlock:
+        if self.episodes.source != "synthetic" or self.episodes.perturbation is not None:
+            raise ValueError("episodes: the unperturbed twins: synthetic, without perturbation:")
+        labels = [label for label, _ in self.perturbed_specs()]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"perturbations must differ (got {labels})")
+        for name, pairs in self.pairs_per_model.items():
+            if name not in [spec.get("name") for spec in self.models or ()]:
+                raise ValueError(f"pairs_per_model: {name!r} names no model of models:")
+            if pairs > (self.episodes.n or pairs):
+                raise ValueError(
+                    f"pairs_per_model: {name}: {pairs} pairs, but episodes: has n={self.episodes.n}"
+                )
+        return self
+
+    def perturbed_specs(self) -> list[tuple[str, EpisodeSpec]]:
+        """(label, episodes) per perturbation: `k_facts-2`, `someone_else`, ...; the base block with
+        `perturbation:` set, so each is checked as any `episodes:` block is."""
+        specs = []
+        base = self.episodes.model_dump(mode="json")
+        for index, item in enumerate(self.perturbations):
+            try:
+                spec = EpisodeSpec.model_validate({**base, "perturbation": item})
+            except ValidationError as error:
+                problem = "; ".join(
+                    str(detail["msg"]).removeprefix("Value error, ") for detail in error.errors()
+                )
+                raise ValueError(f"perturbations[{index}]: {problem}") from None
+            params = [str(value) for key, value in spec.perturbation.items() if key != "name"]
+            specs.append(("-".join([spec.perturbation["name"], *params]), spec))
+        return specs
+
+
 class ScaleBlock(_Block):
     """04: short vs long history at a fixed budget, and long history at `chars_per_session` per session."""
 
@@ -433,6 +501,7 @@ class Profile(_Block):
     training: TrainingBlock | None = None
     transfer: TransferBlock | None = None
     memory_systems: MemorySystemsBlock | None = None
+    robustness: RobustnessBlock | None = None
     _source: str = PrivateAttr(default="<profile>")
 
     @field_validator("name")

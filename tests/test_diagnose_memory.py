@@ -75,3 +75,21 @@ def test_memory_names_are_checked_and_all_expands_to_every_policy_but_the_notes(
     assert diagnosis.memory_policy_names(["notes,latest_value", "latest_value"]) == ["latest_value"]
     with pytest.raises(ValueError, match="unknown memory policy 'nope'"):
         diagnosis.memory_policy_names(["nope"])
+
+
+def test_memory_with_the_robustness_suite_is_refused_before_any_call(tmp_path: Path, capsys) -> None:
+    arguments = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--n", "1", "--out", str(tmp_path)]
+    assert diagnose.main([*arguments, "--suite", "robustness", "--memory", "latest_value"]) == 2
+    error = capsys.readouterr().err
+    assert "STOPPED: --memory latest_value with --suite robustness" in error
+    assert "robustness.memory_policies" in error
+    assert not any(tmp_path.iterdir())  # refused before the folder lock and the probe: nothing written
+    # the notes alone are no policy to add: the suite runs as without --memory
+    assert diagnosis.diagnosis_profile(
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        api_key_env="NONE",
+        episodes=diagnosis.episodes_block("synthetic", 1, "easy"),
+        memory_policies=diagnosis.memory_policy_names(["notes"]),
+        suite="robustness",
+    ).robustness

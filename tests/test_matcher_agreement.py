@@ -190,7 +190,10 @@ def test_each_blind_batch_is_labelled_and_the_current_rounds_record_reproduces()
     for batch in batches:
         assert sum(batch.holds(row["id"]) for row in rows) == batch.n, batch.batch
     latest = batches[-1]
-    assert latest.matcher == MATCHER_VERSION
+    if latest.matcher != MATCHER_VERSION:  # a frozen version whose fresh batch is still being labelled
+        waiting = (LABELS_DIR / "pending" / "README.md").read_text(encoding="utf-8")
+        assert f"Matcher {MATCHER_VERSION} awaits" in waiting, "a new matcher version needs its fresh batch"
+        return
     batch_rows = [row for row in rows if latest.holds(row["id"])]
     graded = grade_labelled_answers(batch_rows, labelled_episodes(batch_rows))
     assert (

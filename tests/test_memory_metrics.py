@@ -123,3 +123,40 @@ def test_keyed_holding_needs_a_line_that_names_the_asked_thing() -> None:
     assert notes_hold_current_keyed("emergency fund: $825\ngrocery budget: $725", episode) is False
     metrics = trajectory_memory_metrics(["emergency fund: $825"], episode)
     assert metrics.holds_current is True and metrics.holds_current_keyed is False
+
+
+def test_a_line_keyed_to_another_thing_of_the_episode_holds_nothing() -> None:
+    """The keyed-line rule: "laptop: Planet Fitness" gives the value to a laptop the user also talked
+    about; the copied example key "violin teacher:" names nothing of the conversation and is read by
+    its value, with the literal reading (`holds_current_keyed`) beside it."""
+    from supersede_lib.agent.episode import Episode, Session, Turn
+    from supersede_lib.eval.memory_metrics import notes_holdings, trajectory_memory_metrics
+
+    episode = Episode(
+        episode_id="keyed",
+        sessions=(
+            Session(
+                "s1", "2023/05/01 (Mon) 10:00", (Turn("user", "I left Gold's Gym for Planet Fitness.", True),)
+            ),
+            Session(
+                "s2",
+                "2023/05/08 (Mon) 10:00",
+                (Turn("user", "My new laptop arrived today, so fast.", False),),
+            ),
+        ),
+        question="Which gym do I go to now?",
+        question_date="2023/05/09 (Tue) 10:00",
+        gold_answers=("Planet Fitness",),
+        superseded_values=("Gold's Gym",),
+    )
+    readings = {
+        "laptop: Planet Fitness": (False, False),
+        "- laptop: Planet Fitness\n- gym: Gold's Gym": (False, False),
+        "violin teacher: Planet Fitness": (True, False),
+        "gym: Planet Fitness": (True, True),
+        "Planet Fitness": (True, True),
+    }
+    for notes, (by_value, literal) in readings.items():
+        metrics = trajectory_memory_metrics([notes], episode)
+        assert (metrics.holds_current, metrics.holds_current_keyed) == (by_value, literal), notes
+    assert notes_holdings(["- laptop: Gold's Gym\n- gym: Planet Fitness"], episode) == ([True], [False])

@@ -36,6 +36,10 @@ def _reply_for(call: PolicyCall, long: bool = False) -> PolicyReply:
         return PolicyReply(
             tool_calls=[{"name": "core_memory_append", "arguments": json.dumps({"content": said})}]
         )
+    if "Personal Information Organizer" in _text(call.messages):  # Mem0's fact extraction
+        return PolicyReply(text=json.dumps({"facts": [said]}))
+    if "smart memory manager" in _text(call.messages):  # Mem0's update decision
+        return PolicyReply(text=json.dumps({"memory": [{"id": "new", "text": said, "event": "ADD"}]}))
     if "JSON list" in _text(call.messages):
         return PolicyReply(text=json.dumps([{"key": f"k{len(said)}", "value": said, "date": "2023/05/01"}]))
     return PolicyReply(text=said)
@@ -191,9 +195,12 @@ def test_every_policy_runs_end_to_end_over_http_and_never_resends_a_session(tmp_
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
         result = run_condition([episode], "bounded_memory", model, RunSettings(memory=name), progress=False)
         bodies = [body for body in server.requests if body.get("max_tokens") != 1]  # not the tools probe
+        embeddings = sum(
+            body.get("input") != ["probe"] for body in server.embedding_requests
+        )  # not the probe
     row = result.frame.iloc[0]
     assert row.memory_policy == name and not row.failed and row.memory_failures == 0
-    assert row.n_calls == len(bodies) and len(row.final_notes) <= 300
+    assert row.n_calls == len(bodies) + embeddings and len(row.final_notes) <= 300
     for session_index in range(3):  # the session itself (its raw turns), sent once and never again
         raw_session = f"user: [ep-1] SESSION-{session_index}-TEXT"
         assert sum(raw_session in json.dumps(body["messages"]) for body in bodies) == 1
@@ -332,3 +339,24 @@ def test_verify_reads_the_new_row_columns_as_older_records_imply_and_no_further(
         "episode_id,verdict,memory_policy,memory_failures\nep-1,correct,core_memory,0\nep-2,wrong,,0\n"
     )
     assert "memory_policy added with ['core_memory']" in compare_csv(committed, replayed)
+
+
+def test_a_rollout_that_ends_early_releases_its_policy() -> None:
+    """A call that fails for good ends the rollout before its answer; the driver then closes the
+    policy (Mem0's worker thread and store), instead of leaving them to the process's exit."""
+    import asyncio
+
+    from supersede_lib.eval.rollout_driver import arun_rollout
+    from supersede_lib.models.chat import ModelCallError
+
+    class FailingModel:
+        name = "failing"
+
+        async def achat(self, *args: Any, **kwargs: Any) -> Any:
+            raise ModelCallError("retries used up")
+
+    rollout = make_rollout(make_episode("e1"), "bounded_memory", memory="append_truncate")
+    closed: list[bool] = []
+    rollout.policy.close = lambda: closed.append(True)
+    outcome = asyncio.run(arun_rollout(rollout, FailingModel(), max_tokens_notes=32, max_tokens_answer=32))
+    assert outcome.failed and not rollout.done and closed == [True]

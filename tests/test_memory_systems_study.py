@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from supersede_lib import profiles
+from supersede_lib.agent.memory import MEMORY_POLICIES
 from supersede_lib.eval.run_files import read_trajectories
 from supersede_lib.models.local_server import LocalOpenAIServer
 from supersede_lib.profiles import ProfileError
@@ -63,6 +64,10 @@ def test_every_model_and_policy_has_a_row_and_the_files_agree(memory_systems, ou
     notes = accuracy[accuracy["memory"] == "notes"]
     assert set(notes["prompt_variant"]) == {"v1_worked_example", "v10_line_edits_loose_answer"}
     assert (folder / "accuracy_vs_cost.png").stat().st_size > 0
+    # the fake server serves every registered policy (tools, embeddings, Mem0's JSON prompts): smoke
+    # runs each of them, none refused
+    assert {entry.memory for entry in block.policies} == set(MEMORY_POLICIES)
+    assert accuracy["refused"].isna().all()
 
 
 def test_mcnemar_pairs_each_policy_with_the_reference_and_holm_within_model(

@@ -1,6 +1,6 @@
 """Notebooks: committed clean, one `parameters` cell, in sync with their generator; and they run.
 
-The slow test executes notebooks 01-08 under the `smoke` profile with papermill (through
+The slow test executes notebooks 01-09 under the `smoke` profile with papermill (through
 `supersede_lib.reproduce`, as `make reproduce` does) into a temporary output root, then reads
 back what they wrote.
 """
@@ -29,6 +29,7 @@ STUDY_NOTEBOOKS = (
     "06_grpo_training",
     "07_transfer_eval",
     "08_memory_systems",
+    "09_robustness",
 )
 
 

@@ -426,14 +426,20 @@ def test_the_notes_table_separates_what_the_notes_held_from_what_was_answered(
     folder = preregistered.set_folder(PROFILE, _sets()["test"])
     folder.mkdir(parents=True)
     rows = [
-        {"holds_current": [False, True], "holds_stale": [True, False], "verdict": "wrong"},
-        {"holds_current": [True, True], "holds_stale": [True, True], "verdict": "correct"},
-        {"holds_current": [True, False], "holds_stale": None, "verdict": "wrong"},
+        {"holds_current": [False, True], "holds_stale": [True, False], "verdict": "wrong", "memory": {}},
+        {
+            "holds_current": [True, True],
+            "holds_stale": [True, True],
+            "verdict": "correct",
+            "memory": {"holds_current_keyed": True},
+        },
+        {"holds_current": [True, False], "holds_stale": None, "verdict": "wrong", "memory": None},
     ]
     text = "\n".join(json.dumps(row) for row in rows) + "\n"
     (folder / "format__seed-11__step-20.trajectories.jsonl").write_text(text)
     row = prereg_analysis.notes_table(PROFILE).set_index("model").loc["format__seed-11__step-20"]
     assert row["final notes hold the current value"] == 2 and row["hold a stale value"] == 1
+    assert row["the same, literal reading of the key"] == 1  # the keyed-line rule's literal reading
     assert (
         row["hold the current value only"] == 1
         and row["correct where the notes hold the current value only"] == 0

@@ -179,3 +179,30 @@ def test_a_diagnose_run_probes_its_server_once(tmp_path, monkeypatch):
     with LocalOpenAIServer(slots=1) as server:
         assert diagnose.main(["--base-url", server.base_url, *_arguments(tmp_path, 2)]) == 0
         assert sorted(server.get_paths) == ["/props", "/v1/models"]
+
+
+def test_a_diagnose_process_ends_without_a_client_left_on_a_closed_loop(tmp_path):
+    """The timed probe runs on the runner's loop, so the one HTTP client serves probe and run and is
+    closed where it was opened: no 'Event loop is closed' traceback when the process ends."""
+    import subprocess
+    import sys
+
+    from test_diagnose_incomplete import _arguments
+
+    with LocalOpenAIServer(slots=1) as server:
+        finished = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "supersede_lib",
+                "diagnose",
+                "--base-url",
+                server.base_url,
+                *_arguments(tmp_path, 2),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "Event loop is closed" not in finished.stderr and "Traceback" not in finished.stderr

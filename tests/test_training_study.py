@@ -19,6 +19,7 @@ from supersede_lib.studies import training as training_study  # noqa: E402
 from supersede_lib.studies import transfer as transfer_study  # noqa: E402
 from supersede_lib.train import rewards as training_rewards  # noqa: E402
 from supersede_lib.train.config import TrainingConfig  # noqa: E402
+from supersede_lib.train.kept_adapters import read_kept_record, restore_adapter
 from supersede_lib.train.run import run_dir_for  # noqa: E402
 
 
@@ -303,7 +304,7 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory):
     torch.set_num_threads(threads)
 
 
-def test_training_study_writes_committable_files_without_adapters(tiny_study) -> None:
+def test_training_study_writes_committable_files_and_keeps_each_final_adapter(tiny_study) -> None:
     profile, training, root = tiny_study
     directory = root / "smoke" / "06_grpo_training"
     assert training.output_dir == directory
@@ -311,6 +312,13 @@ def test_training_study_writes_committable_files_without_adapters(tiny_study) ->
         for suffix in ("metrics.jsonl", "rollouts.jsonl", "run_summary.json", "training_config.json"):
             assert (directory / f"{label}.{suffix}").exists(), (label, suffix)
     assert not list(directory.glob("*.safetensors")) and not list(directory.glob("checkpoint-*"))
+    for run in training.runs:  # the final adapter, kept in float16 where a fresh clone finds it
+        record = read_kept_record(directory / "adapters" / f"{run.label}.json")
+        assert record["provenance"]["step"] == 1 and record["stored_dtype"] == "float16"
+        restored = restore_adapter(
+            directory / "adapters" / f"{run.label}.json", root / "restored" / run.label
+        )
+        assert (restored / "adapter_config.json").exists()
     assert [[step for step, _ in run.checkpoints] for run in training.runs] == [[1], [1]]
     summary = json.loads((directory / "summary.json").read_text())
     assert summary["profile"] == "smoke" and summary["device"].startswith(("cpu", "cuda"))

@@ -7,14 +7,15 @@
 
 The key is read from the environment variable named by --api-key-env and sent as a Bearer token;
 it is never written. Results, the response cache (a stopped run resumes) and DIAGNOSIS.md go to
---out/<diagnose-model>/02_isolation/. docs/diagnose.md says what it costs and writes.
+--out/<diagnose-model>/02_isolation/ (--suite robustness: 09_robustness/). docs/diagnose.md says
+what it costs and writes.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,9 @@ from supersede_lib.data.episodes import load_episodes
 from supersede_lib.data.longmemeval import DataUnavailableError
 from supersede_lib.eval.run_files import now_utc
 from supersede_lib.models.chat import ChatModel, ModelError
-from supersede_lib.results.headings import NOTEBOOK_ISOLATION
+from supersede_lib.results.headings import NOTEBOOK_ISOLATION, NOTEBOOK_ROBUSTNESS
 from supersede_lib.results.outputs import StudyFailedError
-from supersede_lib.studies import isolation, memory_systems
+from supersede_lib.studies import isolation, memory_systems, robustness
 
 DEFAULT_OUT = (
     profiles.REPO_ROOT / "outputs" / "diagnose"
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="synthetic",
         help="synthetic (default, no download), longmemeval, or a local LongMemEval JSON file",
     )
-    parser.add_argument("--n", type=int, default=20, help="questions (default 20)")
+    _add_study_arguments(parser)
+    parser.add_argument("--n", type=int, default=20, help="questions (default 20; with robustness: pairs)")
     parser.add_argument(
         "--difficulty", default="medium", help="synthetic preset: easy, medium, hard, ... (default medium)"
     )
@@ -100,15 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the estimate and make no call (time: the cache's, else assumed)",
     )
     parser.add_argument(
-        "--memory",
-        action="append",
-        default=[],
-        metavar="POLICY",
-        help="also run the same questions through this memory policy, beside the notes: "
-        f"{', '.join(MEMORY_POLICIES)}, a comma list, or `all` (repeatable); the page gets a policy table "
-        "and the estimate counts each policy's calls, measured on one probe question",
-    )
-    parser.add_argument(
         "--cache-namespace",
         default=None,
         metavar="NAME",
@@ -116,6 +109,28 @@ def build_parser() -> argparse.ArgumentParser:
         "default: replies are keyed on the endpoint and the model it reports serving",
     )
     return parser
+
+
+def _add_study_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the diagnosis asks besides Table 1: a suite (`--suite`) or memory policies (`--memory`);
+    the profile refuses the two together (`diagnosis.diagnosis_profile`)."""
+    parser.add_argument(
+        "--suite",
+        choices=diagnosis.SUITES,
+        default="isolation",
+        help="isolation (default: Table 1) or robustness (the perturbation suite of notebook 09: every "
+        "question also asked as each perturbation's twin, the paired drop per perturbation)",
+    )
+    parser.add_argument(
+        "--memory",
+        action="append",
+        default=[],
+        metavar="POLICY",
+        help="also run the same questions through this memory policy, beside the notes: "
+        f"{', '.join(MEMORY_POLICIES)}, a comma list, or `all` (repeatable; not with --suite robustness); "
+        "the page gets a policy table and the estimate counts each policy's calls, measured on one probe "
+        "question",
+    )
 
 
 def _profile(args: argparse.Namespace) -> profiles.Profile:
@@ -131,6 +146,7 @@ def _profile(args: argparse.Namespace) -> profiles.Profile:
         max_tokens_answer=args.max_tokens_answer,
         cache_namespace=args.cache_namespace,
         memory_policies=diagnosis.memory_policy_names(args.memory),
+        suite=args.suite,
     )
 
 
@@ -146,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.estimate_only:  # writes nothing: no need to hold the folder
         return _estimate_and_run(args, profile, planned)
     try:  # one run at a time per folder, held before the probe's first call
-        with diagnosis.folder_lock(profiles.output_dir(profile, NOTEBOOK_ISOLATION)):
+        with diagnosis.folder_lock(profiles.output_dir(profile, SUITE_STEPS[args.suite][0])):
             return _estimate_and_run(args, profile, planned)
     except diagnosis.FolderInUseError as error:
         print(f"STOPPED: {error}", file=sys.stderr)
@@ -172,43 +188,69 @@ def _estimate_and_run(
     print(f"estimate: {planned.line()}")
     if args.estimate_only:
         return 0
-    return run_and_report(profile, planned, model)
+    return run_and_report(profile, planned, args.suite, model)
+
+
+# per suite: its folder, its run-and-analyse step, its write step, its page, its incomplete line
+SUITE_STEPS: dict[str, tuple[str, Callable, Callable, Callable, Callable]] = {
+    "isolation": (
+        NOTEBOOK_ISOLATION,
+        lambda profile, model: isolation.analyse_isolation(
+            profile, isolation.run_isolation_conditions(profile, model=model)
+        ),
+        isolation.write_isolation,
+        diagnosis.write_diagnosis,
+        lambda result: diagnosis.incomplete_line(result.comparison),
+    ),
+    "robustness": (
+        NOTEBOOK_ROBUSTNESS,
+        lambda profile, _model: robustness.analyse_robustness(
+            profile, robustness.run_robustness_models(profile)
+        ),
+        robustness.write_robustness,
+        diagnosis.write_robustness_diagnosis,
+        diagnosis.robustness_incomplete_line,
+    ),
+}
 
 
 def run_and_report(
-    profile: profiles.Profile, planned: diagnosis.Estimate, model: ChatModel | None = None
+    profile: profiles.Profile,
+    planned: diagnosis.Estimate,
+    suite: str = "isolation",
+    model: ChatModel | None = None,
 ) -> int:
-    """Run the diagnosis and write its page: 0 complete, 1 incomplete (questions failed: re-run the
-    same command to finish), 2 stopped (a setting wrong for every call).
+    """Run the diagnosis (Table 1, or with `suite="robustness"` the perturbation suite of notebook 09)
+    and write its page: 0 complete, 1 incomplete (questions failed: re-run the same command to
+    finish), 2 stopped (a setting wrong for every call). `model`: the one the probe used (isolation).
 
     An earlier page in the folder is marked outdated first, so a run that stops or dies never
     leaves it looking like the result of the files beside it.
     """
-    directory = profiles.output_dir(profile, NOTEBOOK_ISOLATION)
+    notebook, run, write, page, incomplete_of = SUITE_STEPS[suite]
+    directory = profiles.output_dir(profile, notebook)
     started = f"A later run (n = {planned.questions}, started {now_utc()})"
     diagnosis.mark_outdated(directory, f"{started} has not finished.")
     try:
-        result = isolation.analyse_isolation(
-            profile, isolation.run_isolation_conditions(profile, model=model)
-        )
+        result = run(profile, model)
     except ModelError as error:
         diagnosis.mark_outdated(directory, f"{started} stopped: {error}")
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
     try:
-        isolation.write_isolation(result)
+        write(result)
     except StudyFailedError as error:  # every question of a condition failed: the page says so too
         print(f"FAILED: {error}", file=sys.stderr)
-    try:
-        policies, manifests = run_policies(profile, directory, model)
+    try:  # `--memory` (the isolation suite only: the profile refuses it with another suite)
+        policies = run_policies(profile, directory, model)
     except ModelError as error:
         diagnosis.mark_outdated(directory, f"{started} stopped: {error}")
         print(f"STOPPED: {error}", file=sys.stderr)
         return 2
-    report = diagnosis.write_diagnosis(result, planned, policies, manifests)
+    report = page(result, planned, *policies)
     print(report.read_text(encoding="utf-8"))
     print(f"report: {report}")
-    incomplete = diagnosis.incomplete_line(result.comparison)
+    incomplete = incomplete_of(result)
     if incomplete:
         print(incomplete.removeprefix("> ").replace("**", ""), file=sys.stderr)
         return 1
@@ -217,12 +259,13 @@ def run_and_report(
 
 def run_policies(
     profile: profiles.Profile, directory: Path, model: ChatModel | None
-) -> tuple[pd.DataFrame | None, dict[str, dict[str, Any]]]:
+) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]] | tuple[()]:
     """`--memory`: the same questions through each policy and the notes (the reference, from the
-    cache), in the diagnosis folder; the page's policy table and the runs' manifests (None, {} without)."""
+    cache), in the diagnosis folder; the page's policy table and the runs' manifests, or nothing
+    without the block (so a suite's page gets only what it takes)."""
     block = profile.memory_systems
     if block is None:
-        return None, {}
+        return ()
     episodes = load_episodes(block.episodes)
     model = model if model is not None else profiles.model_for(profile.model, profile)
     runs = memory_systems.run_model_policies(profile, episodes, model, directory=directory)

@@ -9,11 +9,20 @@ metrics read one rollout's notes after every session (its `notes_history`) again
 - `echoes_example`: some notes hold a word of a prompt variant's worked example that the episode
   itself does not use (the model copied the example into the user's memory);
 - `holds_current` / `holds_stale`: the FINAL notes convey the current gold value / a superseded
-  value anywhere (matcher `conveys_value`; None when the episode has no such value);
-- `holds_current_keyed`: the same, counting only a notes line that also names the asked thing (a
-  word of the question besides the value: "grocery budget: $675" holds the grocery budget,
-  "emergency fund: $675" does not). Both are reported, named apart;
+  value (matcher `conveys_value`; None when the episode has no such value), read line by line under
+  the keyed-line rule below;
+- `holds_current_keyed`: the literal reading: the same, counting only a notes line that names the
+  asked thing (a word of the question besides the value: "grocery budget: $675" holds the grocery
+  budget, "emergency fund: $675" and the copied "violin teacher: $675" do not) or has no key at all
+  ("$675"). Both are reported, named apart;
 - `truncation_share`: share of rewrites the notes cap had to cut.
+
+The keyed-line rule (the same for notes and answers; labelling README, matcher docs): a line
+`key: value` gives its value to its key. A key that names another thing the episode talks about (a
+word only the sessions' turns without evidence use, `other_turn_topics`: "laptop: Planet Fitness"
+when the user also talked about a laptop) holds nothing of the asked thing. A key the conversation
+never uses (the prompt example's `violin teacher:`, copied) names nothing of the user's: the line is
+read by its value, and the literal reading (`holds_current_keyed`) is reported beside it.
 
 `trajectory_memory_metrics` scores one rollout; `aggregate_memory_metrics` pools many (rewrite- and
 state-level shares are pooled over rewrites/states, the rest are shares of trajectories).
@@ -29,7 +38,7 @@ from typing import Any
 
 from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.prompts import ALL_EXAMPLE_MARKERS, is_empty_notes
-from supersede_lib.eval.matcher import analyse, content_stems, conveys_value
+from supersede_lib.eval.matcher import analyse, content_stems, conveys_value, other_turn_topics
 
 
 def _comparable(notes: str | None) -> str:
@@ -138,17 +147,41 @@ def notes_holdings(
     `None` where the answer is not a value the notes could hold (abstention items, whose gold
     is an explanation) or where no stale values are known.
     """
+    others = _other_topics(episode)
     holds_current = None
     if not episode.is_abstention and episode.gold_answers:
-        holds_current = [
-            any(_conveys(notes, gold) for gold in episode.gold_answers) for notes in notes_history
-        ]
+        holds_current = [_holds(notes, episode.gold_answers, others) for notes in notes_history]
     holds_stale = None
     if episode.superseded_values:
-        holds_stale = [
-            any(_conveys(notes, stale) for stale in episode.superseded_values) for notes in notes_history
-        ]
+        holds_stale = [_holds(notes, episode.superseded_values, others) for notes in notes_history]
     return holds_current, holds_stale
+
+
+def _other_topics(episode: Episode) -> frozenset[str]:
+    """`other_turn_topics` less the question's words: a key naming the asked thing is never another's."""
+    return other_turn_topics(episode) - set(content_stems(analyse(episode.question).words))
+
+
+_KEY = re.compile(r"^\s*(?:[-*\u2022]\s*)?([^:\n]{1,60}):")
+
+
+def _line_key(line: str) -> set[str]:
+    """The content stems of a notes line's key ("- laptop: Planet Fitness" -> {"laptop"}); empty when
+    the line has no key."""
+    found = _KEY.match(line)
+    return set(content_stems(analyse(found[1]).words)) if found else set()
+
+
+def _holds(notes: str, values: Sequence[str], other_topics: frozenset[str]) -> bool:
+    """Some line of `notes` conveys one of `values` under a key that names no other thing of the
+    episode (the keyed-line rule, module doc). One line at a time, unless no line is keyed to
+    another thing: then the notes are read whole, as a value may run across lines."""
+    lines = (notes or "").splitlines()
+    if not any(_line_key(line) & other_topics for line in lines):
+        return any(_conveys(notes or "", value) for value in values)
+    return any(
+        _conveys(line, value) for line in lines if not _line_key(line) & other_topics for value in values
+    )
 
 
 _WHEN_WORDS = frozenset(
@@ -158,9 +191,9 @@ _WHEN_WORDS = frozenset(
 
 
 def notes_hold_current_keyed(notes: str, episode: Episode) -> bool | None:
-    """Whether some line of `notes` conveys the current value AND names the asked thing: a word of
-    the question (besides the value and words of when) among the line's other words. None as
-    `notes_holdings` gives it."""
+    """The literal reading: whether some line of `notes` conveys the current value AND names the asked
+    thing (a word of the question, besides the value and words of when, among the line's other
+    words) or has no key. None as `notes_holdings` gives it."""
     if episode.is_abstention or not episode.gold_answers:
         return None
     asked = set(content_stems(analyse(episode.question).words)) - _WHEN_WORDS
@@ -168,7 +201,7 @@ def notes_hold_current_keyed(notes: str, episode: Episode) -> bool | None:
         for gold in episode.gold_answers:
             if conveys_value(line, gold):
                 others = set(content_stems(analyse(line).words)) - set(content_stems(analyse(gold).words))
-                if others & asked:
+                if others & asked or not _line_key(line):
                     return True
     return False
 

@@ -231,6 +231,8 @@ async def arun_rollout(
         record.session_index = session_index
         outcome.calls.append(record)
     outcome.wall_s = time.perf_counter() - started
+    if not rollout.done and hasattr(rollout, "close"):
+        rollout.close()  # ended early: a policy's worker thread and store go now, not at exit
     return outcome
 
 
@@ -261,7 +263,11 @@ async def _answer_call(
         return PolicyReply(vectors=[list(vector) for vector in embedded.vectors]), record
     if call is not None and call.max_tokens != "auto":  # "auto": the run's cap for this kind of turn
         max_tokens = call.max_tokens
-    extra = {"tools": call.tools} if call is not None and call.tools else {}  # never sent to backends without
+    extra: dict[str, Any] = {}  # tools and a response format are never sent to backends without them
+    if call is not None and call.tools:
+        extra["tools"] = call.tools
+    if call is not None and call.response_format:
+        extra["response_format"] = call.response_format
     messages = list(call.messages) if call is not None else rollout.current_messages()
     result: ChatResult = await model.achat(
         messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **extra

@@ -77,12 +77,6 @@ class ResultRow:
     notes_hold_current: bool | None = _copied("memory", "holds_current")
     notes_hold_stale: bool | None = _copied("memory", "holds_stale")
     notes_hold_current_keyed: bool | None = _copied("memory", "holds_current_keyed")
-    memory_policy: str | None = _copied(
-        "outcome"
-    )  # which memory design wrote the notes; empty under full context
-    memory_failures: int = _copied(
-        "outcome"
-    )  # memory replies the policy could not use (bad tool call or JSON)
 
     def as_dict(self) -> dict[str, Any]:
         """The row as the run's frame and the manifest's totals read it, in column order."""

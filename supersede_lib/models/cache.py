@@ -466,8 +466,9 @@ class CachedChatModel:
         temperature: float,
         seed: int,
         tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> str:
-        return self._key(messages, max_tokens, temperature, seed, self.served_by(), tools)
+        return self._key(messages, max_tokens, temperature, seed, self.served_by(), tools, response_format)
 
     def _key(
         self,
@@ -477,12 +478,13 @@ class CachedChatModel:
         seed: int,
         served_by: dict[str, Any] | None,
         tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> str:
-        """The request's key; `tools` enter it only when given, so a call without them keeps its key."""
+        """The request's key; `tools` and `response_format` enter it only when given, so a call without
+        them keeps its key."""
         params: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
         params.update(getattr(self.inner, "cache_params", None) or {})
-        if tools:
-            params["tools"] = tools
+        params.update(_chat_options(tools, response_format))
         return cache_key(self.backend, self.inner.name, messages, params, seed, served_by)
 
     def embed_key(self, texts: list[str], served_by: dict[str, Any] | None) -> str:
@@ -595,10 +597,11 @@ class CachedChatModel:
         temperature: float = 0.0,
         seed: int = 0,
         tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
         # the first call asks the server what it serves: off the event loop, the other calls go on
         served_by = self._served_by if self._served_by_known else await asyncio.to_thread(self.served_by)
-        key = self._key(messages, max_tokens, temperature, seed, served_by, tools)
+        key = self._key(messages, max_tokens, temperature, seed, served_by, tools, response_format)
         usable = self._check_usable()
         stored = self._lookup(key) if usable else None
         if stored is not None:
@@ -612,7 +615,13 @@ class CachedChatModel:
         self._in_flight[key] = future
         try:
             result = await self._call(
-                key, messages, max_tokens, temperature, seed, tools, claim=usable and self.replay
+                key,
+                messages,
+                max_tokens,
+                temperature,
+                seed,
+                _chat_options(tools, response_format),
+                claim=usable and self.replay,
             )
             future.set_result(result)
             return result
@@ -633,7 +642,7 @@ class CachedChatModel:
         max_tokens: int | None,
         temperature: float,
         seed: int,
-        tools: list[dict[str, Any]] | None,
+        options: dict[str, Any],
         *,
         claim: bool,
     ) -> ChatResult:
@@ -641,9 +650,8 @@ class CachedChatModel:
         async with self._claim(key) if claim else contextlib.nullcontext() as stored:
             if stored is not None:
                 return replace(stored, cached=True, latency_s=0.0)
-            extra = {"tools": tools} if tools else {}  # a backend without tools is never sent the keyword
-            result = await self.inner.achat(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **extra
+            result = await self.inner.achat(  # a backend without tools is never sent the keyword
+                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
             )
             if self._damage is None:
                 self._store(key, result)
@@ -696,3 +704,10 @@ class RecordedRepliesOnly:
             f"{self.name}: no recorded reply for this call and the model's weights are not in this "
             "checkout; train and evaluate again with `python -m supersede_lib reproduce --live --only 06,07`"
         )
+
+
+def _chat_options(
+    tools: list[dict[str, Any]] | None, response_format: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The optional keywords of a chat call that were given (tools, a response format), and only those."""
+    return {name: value for name, value in (("tools", tools), ("response_format", response_format)) if value}

@@ -41,6 +41,7 @@ rollout with realistic-looking notes and answers; a responder that calls a real 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -99,6 +100,8 @@ def default_responder(messages: list[dict[str, Any]]) -> str:
       cut to the budget named in the prompt ("at most N characters", else 300);
     - answer from notes ("My notes:"): the first line of the notes, or "I don't know" when empty;
     - full context ("Conversation history:"): the last user line of the history;
+    - Mem0's fact extraction ("Input:" + its conversation): {"facts": the user lines}; Mem0's update
+      decision: ADD every new fact;
     - a yes/no judge prompt: "yes"; anything else: "OK".
     """
     text = _last_user_content(messages)
@@ -117,6 +120,13 @@ def default_responder(messages: list[dict[str, Any]]) -> str:
     if "Reply with the JSON list." in text:  # the latest-value policy's extraction
         date = text.split("Conversation (", 1)[1].split(")", 1)[0][:10] if "Conversation (" in text else ""
         return json.dumps([{"key": "said", "value": line, "date": date} for line in _user_lines(text)[-1:]])
+    if text.startswith("Input:\n"):  # Mem0's fact extraction: each user line a fact
+        return json.dumps({"facts": _user_lines(text)})
+    if "The new retrieved facts are mentioned in the triple backticks" in text:  # Mem0's update: ADD each
+        facts = ast.literal_eval(text.split("triple backticks", 1)[1].split("```")[1].strip())
+        return json.dumps(
+            {"memory": [{"id": str(i), "text": fact, "event": "ADD"} for i, fact in enumerate(facts)]}
+        )
     if "Conversation (" in text:  # the other memory policies' extraction and observation calls
         return "\n".join(_user_lines(text.split("Conversation (", 1)[1]))
     if "Observation log (" in text:  # the reflector: the newest half of the log

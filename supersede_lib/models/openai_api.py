@@ -296,11 +296,14 @@ class OpenAIChatModel:
         temperature: float,
         seed: int,
         tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments sent to `chat.completions.create` (reasoning models differ)."""
         params: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
         if tools:
             params["tools"] = tools
+        if response_format:  # e.g. {"type": "json_object"}: llama.cpp answers with a JSON grammar
+            params["response_format"] = response_format
         if self.reasoning:
             if max_tokens is not None:
                 params["max_completion_tokens"] = max(max_tokens, self.reasoning_token_floor)
@@ -332,8 +335,9 @@ class OpenAIChatModel:
         temperature: float = 0.0,
         seed: int = 0,
         tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
-        params = self.request_params(messages, max_tokens, temperature, seed, tools)
+        params = self.request_params(messages, max_tokens, temperature, seed, tools, response_format)
         # the body as `create` would send it, posted as is: `create` first walks every message
         # through the SDK's type annotations (a third of the client's CPU a call, measured on the bench)
         body = {

@@ -423,7 +423,9 @@ def notes_table(profile: Profile) -> pd.DataFrame:
     """Exploratory (added after `format` s11 was read, not registered): what each model's final notes
     held on the test set, apart from what it answered. A policy can keep the current value and still
     answer with something else (the `format` arm answered with its notes key); this separates memory
-    from answering."""
+    from answering. Held under both readings of a notes line keyed to another thing (the keyed-line
+    rule of `eval.memory_metrics`): by value (the copied `violin teacher:` key read as noise) and
+    literal (only a line that names the asked thing, or has no key)."""
     rows = []
     for name, set_name, label in _test_set_models(profile):
         path = _piece(profile, set_name, label, ".trajectories.jsonl")
@@ -441,6 +443,9 @@ def notes_table(profile: Profile) -> pd.DataFrame:
                 "model": name,
                 "n": len(frame),
                 "final notes hold the current value": int(current.sum()),
+                "the same, literal reading of the key": int(
+                    frame.get("memory", pd.Series(None, index=frame.index)).map(_holds_literally).sum()
+                ),
                 "hold a stale value": int(stale.sum()),
                 "hold the current value only": int(current_only.sum()),
                 "correct (matcher)": int(correct.sum()),
@@ -448,6 +453,11 @@ def notes_table(profile: Profile) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _holds_literally(memory: object) -> bool:
+    """The final notes' `holds_current_keyed` of one trajectory's memory metrics (absent: false)."""
+    return bool(isinstance(memory, dict) and memory.get("holds_current_keyed"))
 
 
 def _last_true(holdings: object) -> bool:

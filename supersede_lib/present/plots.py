@@ -226,6 +226,57 @@ def memory_systems_figure(rows: pd.DataFrame, title: str) -> Figure:
     return figure
 
 
+def perturbation_drop_figure(drops: pd.DataFrame, title: str, *, label: Any = None) -> Figure:
+    """LIBERO-PRO style: one panel per model and condition, one bar per perturbation, its height the
+    paired drop from the unperturbed twin in points (positive: worse when perturbed), error bars the
+    bootstrap 95% interval, each bar labelled with both accuracies. `label(condition, memory_policy)`
+    names a panel's condition (default: the condition)."""
+    needed = ("model", "condition", "memory_policy", "perturbation", "drop", "drop_low", "drop_high")
+    missing = [column for column in needed if column not in drops.columns]
+    if missing:
+        raise KeyError(f"perturbation_drop_figure needs columns {missing}; got {list(drops.columns)}")
+    sns.set_theme(style="whitegrid")
+    panels = list(dict.fromkeys(zip(drops["model"], drops["condition"], drops["memory_policy"], strict=True)))
+    perturbations = list(dict.fromkeys(drops["perturbation"]))
+    columns = min(len(panels), 2)
+    rows = -(-len(panels) // columns)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(0.7 * len(perturbations) * columns + 2.5, 3.6 * rows), squeeze=False
+    )
+    colors = dict(zip(perturbations, _palette(len(perturbations)), strict=True))
+    for ax, (model, condition, policy) in zip(axes.flat, panels, strict=False):
+        panel = drops[
+            (drops["model"] == model) & (drops["condition"] == condition) & (drops["memory_policy"] == policy)
+        ]
+        heights = 100 * panel["drop"].fillna(0.0)
+        # no interval (one pair, or none): no whisker
+        lower = (heights - 100 * panel["drop_low"].fillna(panel["drop"]).fillna(0.0)).clip(lower=0)
+        upper = (100 * panel["drop_high"].fillna(panel["drop"]).fillna(0.0) - heights).clip(lower=0)
+        positions = range(len(panel))
+        ax.bar(positions, heights, color=[colors[name] for name in panel["perturbation"]])
+        ax.errorbar(positions, heights, yerr=[lower, upper], fmt="none", ecolor="black", capsize=3, lw=1)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(list(positions))
+        ax.set_xticklabels(panel["perturbation"], rotation=45, ha="right", fontsize=8)
+        for position, row in zip(positions, panel.to_dict("records"), strict=True):
+            if pd.notna(row["drop"]):
+                text = f"{row['accuracy_unperturbed']:.0%}\u2192{row['accuracy_perturbed']:.0%}"
+                ax.annotate(text, (position, 98), ha="center", va="top", fontsize=7)
+        shown = label(condition, policy) if label else condition
+        n = int(panel["n"].max()) if "n" in panel.columns and len(panel) else 0
+        ax.set_title(f"{model}\n{CONDITION_LABELS.get(shown, shown)}, n = {n} pairs", fontsize=9)
+        ax.set_ylim(-105, 105)
+        ax.set_ylabel("drop (points)")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    figure.suptitle(
+        title + "\n(bars: paired drop; whiskers: bootstrap 95%; labels: unperturbed\u2192perturbed)",
+        fontsize=9,
+    )
+    figure.tight_layout()
+    return figure
+
+
 def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     """Write a PNG (150 dpi), whole or not at all (`write_bytes_atomic`), and close the figure so long
     sessions do not pile them up."""

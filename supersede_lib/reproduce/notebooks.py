@@ -43,6 +43,7 @@ NOTEBOOK_BLOCKS = {
     "06": ("training",),
     "07": ("transfer",),
     "08": ("memory_systems",),
+    "09": ("robustness",),
 }
 MODES_HELP = """modes:
   (default)  a profile with a committed record (outputs/<profile>/ in git) is REPLAYED: recorded

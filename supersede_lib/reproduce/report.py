@@ -32,6 +32,7 @@ from supersede_lib.results.headings import (
     NOTEBOOK_FRONTIER,
     NOTEBOOK_ISOLATION,
     NOTEBOOK_MEMORY_SYSTEMS,
+    NOTEBOOK_ROBUSTNESS,
     NOTEBOOK_SCALE,
     NOTEBOOK_TRAINING,
     NOTEBOOK_TRANSFER,
@@ -50,10 +51,11 @@ STUDY_SECTIONS = (
         NOTEBOOK_MEMORY_SYSTEMS,
         "08 · Memory systems: every memory policy on the same questions, budget and grader",
     ),
+    (NOTEBOOK_ROBUSTNESS, "09 · Robustness: perturbations that keep the answer determined"),
 )
 # Studies beyond the paper's: a section only where the profile has the block or its folder exists,
 # so a profile that never asks for one reads as before; with the block and no folder: not recorded yet
-OPTIONAL_SECTIONS = {NOTEBOOK_MEMORY_SYSTEMS: "memory_systems"}
+OPTIONAL_SECTIONS = {NOTEBOOK_MEMORY_SYSTEMS: "memory_systems", NOTEBOOK_ROBUSTNESS: "robustness"}
 REPORT_FILE = "REPORT.md"
 
 

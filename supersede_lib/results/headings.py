@@ -19,6 +19,7 @@ NOTEBOOK_ENVIRONMENT = "05_environment_validation"
 NOTEBOOK_TRAINING = "06_grpo_training"
 NOTEBOOK_TRANSFER = "07_transfer_eval"
 NOTEBOOK_MEMORY_SYSTEMS = "08_memory_systems"
+NOTEBOOK_ROBUSTNESS = "09_robustness"
 
 MATCHER = "programmatic matcher"  # the grader named when no LLM judge is set
 

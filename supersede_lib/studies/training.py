@@ -42,6 +42,7 @@ from supersede_lib.train.config import (
     SUMMARY_FILE,
     TrainingConfig,
 )
+from supersede_lib.train.kept_adapters import PEFT_WEIGHTS_FILE, keep_adapter
 from supersede_lib.train.run import (
     TrainingResult,
     config_changes,
@@ -55,6 +56,8 @@ from supersede_lib.train.run import (
 
 RUNS_FOLDER = "runs"  # git-ignored: adapters and optimiser state
 PAPER_MODEL = "Qwen2.5-3B-Instruct"
+# an adapter kept in git (float16): the 0.5B's rank-32 LoRA is ~35 MB; about 100 MB of adapters in all
+KEPT_ADAPTER_LIMIT_BYTES = 40_000_000
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,10 +237,43 @@ class TrainingStudyResult(StudyResult):
 
 
 def copy_run_files(run: TrainedRun, directory: Path) -> list[str]:
-    """Copy a run's metrics, rollouts, summary and config beside the study (committable, no adapters)."""
+    """Copy a run's metrics, rollouts, summary and config beside the study, and keep its final adapter
+    in float16 under `adapters/` (`keep_final_adapter`), so a fresh clone can load what it scored."""
     if run.recorded:  # the copies are the source: nothing to copy
         return [name for name in _recorded_file_names(run.label) if (directory / name).exists()]
-    return copy_run_folder_files(run_dir_for(run.config, run.seed), run.label, directory)
+    run_dir = run_dir_for(run.config, run.seed)
+    return copy_run_folder_files(run_dir, run.label, directory) + keep_final_adapter(
+        run_dir, run.label, directory
+    )
+
+
+def keep_final_adapter(run_dir: Path, label: str, directory: Path) -> list[str]:
+    """The run's last checkpoint kept as `adapters/<label>.safetensors` + `.json` (float16, hashes and
+    provenance in the record); nothing when the run has no checkpoint, or when the kept file would pass
+    `KEPT_ADAPTER_LIMIT_BYTES` (a clone stays fast: the record then says why it was not kept)."""
+    checkpoints = list_checkpoints(run_dir)
+    if not checkpoints:
+        return []
+    step, checkpoint = checkpoints[-1]
+    adapters = directory / "adapters"
+    weights = checkpoint / PEFT_WEIGHTS_FILE
+    if weights.is_file() and weights.stat().st_size // 2 > KEPT_ADAPTER_LIMIT_BYTES:  # fp32 -> fp16 halves it
+        adapters.mkdir(parents=True, exist_ok=True)
+        note = {
+            "name": label,
+            "kept": False,
+            "why": f"{weights.stat().st_size // 2:,} bytes in float16 pass the "
+            f"{KEPT_ADAPTER_LIMIT_BYTES:,}-byte limit of an adapter kept in git",
+            "source_checkpoint": str(checkpoint),
+        }
+        (adapters / f"{label}.json").write_text(json.dumps(note, indent=2) + "\n", encoding="utf-8")
+        return [f"adapters/{label}.json"]
+    summary = run_dir / SUMMARY_FILE
+    provenance = (
+        json.loads(summary.read_text(encoding="utf-8")).get("provenance", {}) if summary.exists() else {}
+    )
+    kept = keep_adapter(checkpoint, adapters, label, provenance={"step": step, **portable_paths(provenance)})
+    return [f"adapters/{kept.weights_path.name}", f"adapters/{kept.record_path.name}"]
 
 
 def copy_run_folder_files(source: Path, label: str, directory: Path) -> list[str]:

@@ -17,6 +17,7 @@ from supersede_lib.agent.memory.base import (
 )
 from supersede_lib.agent.memory.core_memory import CoreMemoryPolicy
 from supersede_lib.agent.memory.latest_value import LatestValuePolicy
+from supersede_lib.agent.memory.mem0_policy import Mem0Policy
 from supersede_lib.agent.memory.notes import NotesPolicy
 from supersede_lib.agent.memory.observation_log import ObservationLogPolicy
 from supersede_lib.agent.memory.rollout import PolicyRollout
@@ -30,6 +31,7 @@ MEMORY_POLICIES: dict[str, type[MemoryPolicy]] = {
         CoreMemoryPolicy,
         ObservationLogPolicy,
         LatestValuePolicy,
+        Mem0Policy,
     )
 }
 

@@ -49,6 +49,7 @@ class PolicyCall:
     tools: list[dict[str, Any]] | None = None  # chat with OpenAI-style tool schemas
     texts: list[str] = ()  # type: ignore[assignment]  # embed
     max_tokens: int | None | Literal["auto"] = "auto"
+    response_format: dict[str, Any] | None = None  # chat: e.g. {"type": "json_object"} (Mem0 asks for it)
 
     def __post_init__(self) -> None:
         if self.kind not in ("chat", "embed"):
@@ -103,6 +104,10 @@ class MemoryPolicy(ABC):
     @abstractmethod
     def render(self) -> str:
         """The memory the answer call sees, never over `budget_chars` characters."""
+
+    def begin_answer(self, question: str, question_date: str) -> None:  # noqa: B027 - most need no call here
+        """The question is known, every session seen: a policy that retrieves for the question (Mem0's
+        search) may now ask for calls through `next_call` before `render` (nothing by default)."""
 
     def close(self) -> None:  # noqa: B027 - a no-op unless the policy holds threads or stores
         """Release threads or stores the policy holds (nothing by default)."""

@@ -33,6 +33,7 @@ class PolicyRollout:
         self.sessions_consumed = 0
         self._pending: PolicyCall | None = None
         self._begun = False  # the current session was handed to the policy
+        self._answer_begun = False  # the question was handed to the policy (`begin_answer`)
         self._advance()
 
     @property
@@ -84,6 +85,10 @@ class PolicyRollout:
         """The chat prompt of the current turn ([] for an embedding call, which has texts instead)."""
         return list(self.current_call().messages)
 
+    def close(self) -> None:
+        """Release the policy's threads and stores; the driver calls it when a rollout ends early."""
+        self.policy.close()
+
     def step(self, reply: str | PolicyReply) -> None:
         """Feed the reply to the current call and advance (to the next call, session or the answer)."""
         call = self.current_call()
@@ -98,7 +103,7 @@ class PolicyRollout:
         self.turns.append(
             TurnRecord(
                 kind="notes",
-                session_index=self.sessions_consumed,
+                session_index=None if self._answer_begun else self.sessions_consumed,
                 messages=list(call.messages) or [{"role": "embed", "content": text} for text in call.texts],
                 reply=_reply_text(reply),
                 notes_after=self._rendered(),
@@ -131,6 +136,11 @@ class PolicyRollout:
                 self.notes_history.append(self._rendered())
                 self.sessions_consumed += 1
                 self._begun = False
+        if self._pending is None and not self._answer_begun:  # every session seen: the question's calls
+            self.policy.begin_answer(self.episode.question, self.episode.question_date)
+            self._answer_begun = True
+        if self._pending is None and self._answer_begun:
+            self._pending = self.policy.next_call()
 
 
 def _reply_text(reply: PolicyReply) -> str:

@@ -26,13 +26,26 @@ A mention of a value is one of:
   mentions are history, not the answer.
 - asserted: anything else.
 
+An asserted gold still earns nothing when the answer names it without answering with it
+(`coherence`): it also denies or takes back the same value ("Planet Fitness. Scratch that."), or makes
+it the value of a thing it owns itself ("Ingrid's girlfriend is Ingrid"). Naming it only to say it never
+came up ("I don't recall you mentioning Planet Fitness") is a denied mention.
+
+A line keyed to another thing (the rule decided once for answers and notes; labelling README): a
+`key: value` line gives its value to its key. A key naming another thing the sessions talk about
+(`owners`, `sessions`: "laptop: Planet Fitness" when the user also talked about a laptop) takes the
+value away from the user; a key the conversation never uses (the prompt example's `violin teacher:`,
+copied) is read as noise and the line by its value, its literal reading reported beside the results
+(`strict_label`; `memory_metrics.holds_current_keyed` for notes).
+
 Where each rule lives, bottom first: `words` (the vocabulary the rules read), `numbers` and `text`
 (tokens in one canonical spelling, with the punctuation between them), `stems` (plurals, activities,
 runs of tokens), `mentions` (denied and context mentions), `dates` (dates, time stamps and statements
 of the current date), `segments` (list items), `values` (where a value is mentioned), `attribution`,
 `sessions` and `owners` (whose value a mention gives), `candidates` and `hedges` (an answer that
-spreads its bet), `short_forms` ("Honda" for "Honda CR-V"), `abstention` ("I don't know"), and
-`scoring` (the verdict and reward).
+spreads its bet), `coherence` (an answer that takes the gold back or garbles its owner),
+`short_forms` ("Honda" for "Honda CR-V"), `abstention` ("I don't know"), and `scoring` (the verdict
+and reward).
 """
 
 from supersede_lib.eval.matcher.abstention import says_unknown

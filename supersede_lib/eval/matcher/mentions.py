@@ -27,6 +27,8 @@ from supersede_lib.eval.matcher.words import (
     MARKER_NEXT_EXCEPTIONS,
     NEGATION_IDIOM_NEXT,
     NEGATIONS,
+    NOT_MENTIONED_AFTER,
+    NOT_MENTIONED_FRAMES,
     NUMERIC_QUALIFIERS,
     NUMERIC_QUALIFIERS_AFTER,
     PAST_AFTER,
@@ -121,13 +123,26 @@ def _denied_after(text: AnalysedText, end: int) -> bool:
     return False
 
 
-def is_denied(text: AnalysedText, start: int, end: int) -> bool:
+def is_negated(text: AnalysedText, start: int, end: int) -> bool:
     """Negated, doubted or denied ("not 25", "I doubt it's 25", "25 is wrong", "It is not the case that
-    ... 25"); for numbers, qualified ("over 25", "25 or more"), a change ("raised by 25") or one end of
-    a range ("3-4", "3 to 4")."""
-    if _marker_before(text, start, NEGATIONS, CONTEXT_WINDOW) or _framed_by(text, start, DENIAL_FRAMES):
+    ... 25"), or named only to say it never came up ("I don't recall you mentioning 25", "25 is
+    unrelated to your question"): the mention says the value is not the answer."""
+    if _marker_before(text, start, NEGATIONS, CONTEXT_WINDOW):
+        return True
+    if _framed_by(text, start, DENIAL_FRAMES) or _framed_by(text, start, NOT_MENTIONED_FRAMES):
         return True
     if _marker_before(text, start, DOUBTS, DOUBT_WINDOW) or _denied_after(text, end):
+        return True
+    return any(
+        text.words[end : end + len(marker)] == marker and not any(text.breaks[end : end + len(marker)])
+        for marker in NOT_MENTIONED_AFTER
+    )
+
+
+def is_denied(text: AnalysedText, start: int, end: int) -> bool:
+    """Negated (`is_negated`); for numbers also qualified ("over 25", "25 or more"), a change ("raised
+    by 25") or one end of a range ("3-4", "3 to 4")."""
+    if is_negated(text, start, end):
         return True
     if not is_number(text.words[start]):
         return False

@@ -18,6 +18,7 @@ from typing import Literal
 from supersede_lib.agent.episode import Episode
 from supersede_lib.eval.matcher.abstention import abstains, says_unknown
 from supersede_lib.eval.matcher.candidates import hedge_context
+from supersede_lib.eval.matcher.coherence import is_contradicted, is_garbled_owner
 from supersede_lib.eval.matcher.dates import current_date_statements
 from supersede_lib.eval.matcher.hedges import is_hedged
 from supersede_lib.eval.matcher.mentions import Framing, Hit, is_asked
@@ -36,7 +37,7 @@ from supersede_lib.eval.matcher.values import is_activity, value_hits, value_wor
 from supersede_lib.eval.matcher.words import SPEAKER_LABEL
 
 Verdict = Literal["correct", "stale", "ambiguous", "wrong"]
-MATCHER_VERSION = "v7"
+MATCHER_VERSION = "v8"
 """The name of these rules as the blind batches record it (labels/blind_batches.jsonl): a batch graded
 under this name measured this matcher, so a rule change takes a new name (docs/preregistration.md)."""
 MAX_ANSWER_CHARS = 400
@@ -114,8 +115,9 @@ def score_answer(
 
     Rules that withhold r_cur (the stale check still runs, so dumping stale values is penalized):
     empty or whitespace answer -> wrong ("empty"); answer longer than `max_answer_chars` once stripped
-    ("too_long"); hedged answer, see `is_hedged` ("hedged"); on abstention items, an answer that says
-    unknown but also guesses or asserts something ("asserts_value").
+    ("too_long"); the gold denied or retracted too ("contradicted") or made its own owner's value
+    ("garbled"), see `coherence`; hedged, see `is_hedged` ("hedged"); on abstention items, an answer
+    that says unknown but also guesses or asserts something ("asserts_value").
     """
     golds = _checked_values(gold_answers, "gold_answers")
     stales = _checked_values(superseded_values, "superseded_values")
@@ -147,14 +149,32 @@ def score_answer(
     if answered_current and len(answer.strip()) > max_answer_chars:
         answered_current, reason = False, "too_long"
     if answered_current and not is_abstention:
-        context = hedge_context(text, gold_values, stale_values, gold_hits, stale_hits, framing, question)
-        if is_hedged(context, gold_hits):
-            answered_current, reason = False, "hedged"
+        reason = _withheld(text, gold_values, stale_values, gold_hits, stale_hits, framing, question)
+        answered_current = not reason
     verdict = _verdict(answered_current, asserted_stale, hedged=reason == "hedged")
     reward = float(answered_current) - stale_penalty_weight * float(asserted_stale)
     if verdict == "ambiguous":
         reward = min(reward, 0.0)  # the reward is the evaluation's verdict: naming both values earns nothing
     return Score(verdict, answered_current, asserted_stale, reward, reason)
+
+
+def _withheld(
+    text: AnalysedText,
+    gold_values: list[tuple[str, ...]],
+    stale_values: list[tuple[str, ...]],
+    gold_hits: list[Hit],
+    stale_hits: list[Hit],
+    framing: Framing,
+    question: str,
+) -> str:
+    """Why an asserted gold earns no credit ("" when it does): the answer takes it back or garbles its
+    owner (`coherence`), or spreads its bet (`hedges`)."""
+    if is_contradicted(text, gold_values, stale_values, gold_hits):
+        return "contradicted"
+    if is_garbled_owner(text, gold_hits):
+        return "garbled"
+    context = hedge_context(text, gold_values, stale_values, gold_hits, stale_hits, framing, question)
+    return "hedged" if is_hedged(context, gold_hits) else ""
 
 
 def _check_arguments(

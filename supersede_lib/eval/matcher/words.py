@@ -120,6 +120,33 @@ DENIAL_FRAMES = phrases(
     "wouldnt say|would not say|no longer case that|no longer true that"
 )
 """A frame that denies the whole clause after it ("It is not the case that you live in Denver")."""
+_RECALLING = [
+    f"{no} {verb}"
+    for no in ("dont", "do not", "cant", "cannot", "can not")
+    for verb in ("recall", "remember")
+]
+_TELLING = ("mentioning", "saying", "telling me about", "talking about", "bringing up", "anything about")
+NOT_MENTIONED_FRAMES = phrases(
+    "|".join(f"{recall}{who} {act}" for recall in _RECALLING for who in ("", " you") for act in _TELLING)
+    + "|no record of|no mention of|no information about|no information on|no info about|no info on|"
+    "no memory of|no note of|no notes about|no notes on|nothing about|not aware of|unaware of|no idea about|"
+    "never mentioned|never said|never told me|never talked about|never brought up|didnt mention|"
+    "did not mention|havent mentioned|have not mentioned|didnt tell me|did not tell me|havent told me|"
+    "have not told me|didnt say anything about|did not say anything about"
+)
+"""A frame that says what follows in its clause never came up ("I don't recall you mentioning Planet
+Fitness", "There's no record of Planet Fitness"): naming a value only to say so conveys nothing. Only
+frames about being told: "I don't remember the day you switched to Planet Fitness" keeps the value."""
+NOT_MENTIONED_AFTER = phrases(
+    "never came up|never come up|did not come up|never got mentioned|was never mentioned|"
+    "has never been mentioned|never was mentioned|was not mentioned|has not been mentioned|has not come up"
+)
+"""Right after a value, in its clause: the value never came up ("Planet Fitness never came up")."""
+RETRACTIONS = phrases(
+    "scratch that|no wait|wait no|i was wrong|i am wrong|that wrong|that is wrong|that not right|"
+    "that is not right|that incorrect|that is incorrect|i take that back|never mind|on second thought"
+)
+"""A sentence that takes back the value named just before it ("Planet Fitness. Scratch that.")."""
 DOUBTS = phrases("doubt|doubtful|unlikely|hardly|anything but|everything but|all but|except|other than")
 PAST_BEFORE = phrases(
     "previously|formerly|originally|initially|earlier|after|from|old|former|previous|prior|used to|ex|"
@@ -174,7 +201,7 @@ AUXILIARIES = frozenset(
 )
 PREDICATE_DENIALS = frozenset(
     "not never isnt wasnt arent werent doesnt didnt dont hasnt havent wont cant couldnt shouldnt "
-    "wrong incorrect false mistaken unlikely doubtful".split()
+    "wrong incorrect false mistaken unlikely doubtful unrelated irrelevant nothing".split()
 )
 CONTRACTED_DENIALS = frozenset("isnt wasnt arent werent doesnt didnt hasnt havent wont".split())
 RANGE_WORDS = frozenset({"to", "through", "thru", "till", "until"})

@@ -1,0 +1,374 @@
+"""Notebook 09: does a model's accuracy survive perturbations that keep the gold determined?
+
+`run_robustness(profile)` = `run_robustness_models` (per model and condition one run over the
+unperturbed episodes and every perturbation's twins of them, through the ordinary runner: cache,
+resume, failed rows) → `analyse_robustness` (per perturbation: both accuracies, the paired drop with
+its bootstrap interval, exact McNemar, Holm across the perturbations of one model and condition) →
+`write_robustness` (tables, per-pair CSV, the drop figure, summary.json). The measure and the test
+were decided before any run (docs/robustness-log.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib import profiles
+from supersede_lib.agent.episode import Episode
+from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.run_files import default_run_name
+from supersede_lib.eval.runner import RunResult, run_condition
+from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar, wilson_interval
+from supersede_lib.models.chat import release_model
+from supersede_lib.profiles import Profile, RobustnessBlock, judge_for, memory_policy_changes
+from supersede_lib.results.comparison import (
+    accuracy_incomplete_line,
+    correct_column,
+    failed_mask,
+    grader_name,
+)
+from supersede_lib.results.headings import (
+    MATCHER,
+    NOTEBOOK_ROBUSTNESS,
+    format_pvalue,
+    headline_number,
+    percent,
+)
+from supersede_lib.results.outputs import (
+    StudyResult,
+    record_summary,
+    study_progress,
+    write_csv_atomic,
+    write_table,
+)
+
+UNPERTURBED = "unperturbed"
+BOOTSTRAP_RESAMPLES = 10_000  # decided before any run (docs/robustness-log.md), with seed 0
+BOOTSTRAP_SEED = 0
+DROP_NOTE = (
+    "Per model, condition and perturbation: accuracy on the unperturbed episodes and on their perturbed "
+    "twins over the same pairs (95% Wilson); drop = unperturbed minus perturbed, in points, with a paired "
+    f"bootstrap 95% interval over pairs ({BOOTSTRAP_RESAMPLES:,} resamples, seed {BOOTSTRAP_SEED}); exact "
+    "two-sided McNemar (b: unperturbed right and twin wrong, c: the reverse), Holm-adjusted across the "
+    "perturbations of one model and condition; stale: answers the matcher calls stale. A pair whose run "
+    "failed on either episode is left out of every number (`failed`)."
+)
+
+
+@dataclass
+class RobustnessSets:
+    """The unperturbed episodes and, per perturbation label, their twins in the same order."""
+
+    unperturbed: list[Episode]
+    twins: dict[str, list[Episode]]
+
+    def episodes(self, pairs: int) -> list[Episode]:
+        """The first `pairs` unperturbed episodes and their twins, each once (an identity perturbation's
+        twin is the episode itself)."""
+        chosen = {episode.episode_id: episode for episode in self.unperturbed[:pairs]}
+        for twins in self.twins.values():
+            chosen.update({episode.episode_id: episode for episode in twins[:pairs]})
+        return list(chosen.values())
+
+
+@dataclass
+class ArmRun:
+    """One model in one condition (and memory policy) over every set: one runner run."""
+
+    model: str
+    condition: str
+    memory_policy: str  # "" under full context, which keeps no memory
+    pairs: int
+    run: RunResult
+    grader: str  # the matcher, or the LLM judge whose verdicts the run holds
+
+    @property
+    def use_judge(self) -> bool:
+        return self.grader != MATCHER
+
+
+@dataclass
+class RobustnessResult(StudyResult):
+    """Notebook 09: per model, condition and perturbation, the paired drop from the unperturbed twin."""
+
+    profile: Profile
+    data_label: str
+    grader: str
+    runs: list[ArmRun]
+    per_pair: pd.DataFrame  # one row per compared pair: ids, both answers, verdicts and correctness
+    drops: pd.DataFrame  # one row per model x condition x perturbation (drop_row)
+    table: pd.DataFrame  # drops as the Markdown shows them
+    left_out: list[dict[str, str]] = field(default_factory=list)  # pairs a run failed on
+
+    @property
+    def model(self) -> list[str]:
+        """The models compared, in the profile's order."""
+        return list(dict.fromkeys(arm.model for arm in self.runs))
+
+    @property
+    def n(self) -> int:
+        """The most pairs any model was asked per perturbation."""
+        return max(arm.pairs for arm in self.runs)
+
+
+def robustness_sets(block: RobustnessBlock) -> RobustnessSets:
+    """The block's unperturbed episodes and each perturbation's twins, checked to pair by position."""
+    unperturbed = load_episodes(block.episodes)
+    twins = {}
+    for label, spec in block.perturbed_specs():
+        episodes = load_episodes(spec)
+        for base, twin in zip(unperturbed, episodes, strict=True):
+            if twin.metadata.get("twin_of", base.episode_id) != base.episode_id:
+                raise ValueError(f"{label}: {twin.episode_id} is no twin of {base.episode_id}")
+        twins[label] = episodes
+    return RobustnessSets(unperturbed, twins)
+
+
+def arms(block: RobustnessBlock) -> list[tuple[str, str]]:
+    """(condition, memory policy) pairs to run: full context once, bounded memory once per policy."""
+    chosen = []
+    for condition in block.conditions:
+        policies = block.memory_policies if condition == "bounded_memory" else [""]
+        chosen += [(condition, policy) for policy in policies]
+    return chosen
+
+
+def arm_label(condition: str, memory_policy: str) -> str:
+    """`full_context`, `bounded_memory`, or `bounded_memory (append_truncate)` for another policy."""
+    if not memory_policy or not memory_policy_changes(memory_policy):
+        return condition
+    return f"{condition} ({memory_policy})"
+
+
+def model_pairs(block: RobustnessBlock, spec: dict[str, Any], available: int) -> int:
+    """How many unperturbed episodes (and their twins) this model is asked."""
+    return min(block.pairs_per_model.get(str(spec.get("name")), available), available)
+
+
+def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[ArmRun]:
+    """Every model x condition (x memory policy) over the unperturbed set and every twin set, one model
+    at a time, each released before the next loads; run files in 09's folder."""
+    block: RobustnessBlock = profile.require("robustness")
+    sets = robustness_sets(block)
+    directory = profiles.output_dir(profile, NOTEBOOK_ROBUSTNESS)
+    judge = judge_for(profile)
+    settings = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
+    specs = block.models or [profile.model]
+    chosen = arms(block)
+    total = sum(len(sets.episodes(model_pairs(block, spec, len(sets.unperturbed)))) for spec in specs)
+    runs = []
+    with study_progress(profile, NOTEBOOK_ROBUSTNESS, total * len(chosen), progress) as bar:
+        for spec in specs:
+            model = profiles.model_for(spec, profile)
+            pairs = model_pairs(block, spec, len(sets.unperturbed))
+            for condition, policy in chosen:
+                arm_settings = settings.with_changes(**memory_policy_changes(policy))
+                name = default_run_name(condition, model.name, settings.notes_budget_chars, None)
+                if memory_policy_changes(policy):
+                    name += f"__{policy}"
+                run = run_condition(
+                    sets.episodes(pairs),
+                    condition,
+                    model,
+                    arm_settings,
+                    judge=judge,
+                    output_dir=directory,
+                    run_name=name,
+                    progress=bar,
+                )
+                runs.append(ArmRun(model.name, condition, policy, pairs, run, grader_name(judge)))
+            release_model(model)
+    return runs
+
+
+def pair_frame(arm: ArmRun, sets: RobustnessSets) -> tuple[pd.DataFrame, list[dict]]:
+    """One row per (perturbation, unperturbed episode, twin) of this arm, and the pairs left out
+    because the run failed on either episode (a failure is neither right nor wrong)."""
+    frame = arm.run.frame.assign(
+        correct=correct_column(arm.run.frame, arm.use_judge).to_numpy(), failed=failed_mask(arm.run.frame)
+    ).set_index("episode_id")
+    rows, left_out = [], []
+    for label, twins in sets.twins.items():
+        for base, twin in zip(sets.unperturbed[: arm.pairs], twins[: arm.pairs], strict=True):
+            first, second = frame.loc[base.episode_id], frame.loc[twin.episode_id]
+            where = {"model": arm.model, "condition": arm.condition, "memory_policy": arm.memory_policy}
+            where |= {"perturbation": label, "episode_id": base.episode_id, "twin_id": twin.episode_id}
+            if bool(first["failed"]) or bool(second["failed"]):
+                left_out.append(where)
+                continue
+            rows.append(
+                where
+                | {
+                    "gold": first["gold"],
+                    "twin_gold": second["gold"],
+                    "answer_unperturbed": first["answer"],
+                    "answer_perturbed": second["answer"],
+                    "verdict_unperturbed": first["verdict"],
+                    "verdict_perturbed": second["verdict"],
+                    "correct_unperturbed": bool(first["correct"]),
+                    "correct_perturbed": bool(second["correct"]),
+                    "shortcut_answer": str(twin.metadata.get("shortcut_answer", "")),
+                }
+            )
+    return pd.DataFrame(rows), left_out
+
+
+def _accuracy(prefix: str, correct: pd.Series) -> dict[str, Any]:
+    successes, n = int(correct.sum()), len(correct)
+    low, high = wilson_interval(successes, n)
+    return {
+        f"correct_{prefix}": successes,
+        f"accuracy_{prefix}": successes / n if n else float("nan"),
+        f"ci_low_{prefix}": low,
+        f"ci_high_{prefix}": high,
+    }
+
+
+def drop_row(pairs: pd.DataFrame, failed: int) -> dict[str, Any]:
+    """Both accuracies over the compared pairs, the drop (unperturbed minus perturbed) with its
+    paired bootstrap interval, exact McNemar, and the stale answers' shares; NaN where no pair is left."""
+    base, twin = pairs["correct_unperturbed"].astype(bool), pairs["correct_perturbed"].astype(bool)
+    row: dict[str, Any] = {"n": len(pairs), "failed": failed}
+    row |= _accuracy(UNPERTURBED, base) | _accuracy("perturbed", twin)
+    if len(pairs):
+        test = paired_mcnemar(base, twin)
+        row |= {"drop": float(base.mean() - twin.mean()), "drop_low": float("nan"), "drop_high": float("nan")}
+        if len(pairs) > 1:  # one pair has no spread to resample: its interval stays empty
+            drop = paired_bootstrap_diff(base, twin, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+            row |= {"drop": drop.diff, "drop_low": drop.low, "drop_high": drop.high}
+        row |= {"mcnemar_b": test.b, "mcnemar_c": test.c, "p_exact": test.p_exact}
+        row |= {
+            "stale_unperturbed": float((pairs["verdict_unperturbed"] == "stale").mean()),
+            "stale_perturbed": float((pairs["verdict_perturbed"] == "stale").mean()),
+        }
+    else:
+        nothing = ("drop", "drop_low", "drop_high", "mcnemar_b", "mcnemar_c", "p_exact")
+        row |= dict.fromkeys((*nothing, "stale_unperturbed", "stale_perturbed"), float("nan"))
+    return row
+
+
+def with_holm(drops: pd.DataFrame) -> pd.DataFrame:
+    """`p_holm`: the exact McNemar p, Holm-adjusted across the perturbations of one model and
+    condition (rows without a test stay empty)."""
+    from statsmodels.stats.multitest import multipletests
+
+    drops = drops.assign(p_holm=float("nan"))
+    for _, group in drops.groupby(["model", "condition", "memory_policy"], sort=False):
+        tested = group["p_exact"].dropna()
+        if len(tested):
+            drops.loc[tested.index, "p_holm"] = multipletests(tested.to_numpy(), method="holm")[1]
+    return drops
+
+
+def drops_table(drops: pd.DataFrame) -> pd.DataFrame:
+    """The drops as the Markdown shows them: percents, intervals, b/c and both p values."""
+
+    def accuracy(row: Any, prefix: str) -> str:
+        interval = f"[{percent(row[f'ci_low_{prefix}'])}, {percent(row[f'ci_high_{prefix}'])}]"
+        return f"{percent(row[f'accuracy_{prefix}'])} {interval}"
+
+    def drop(row: Any) -> str:
+        if pd.isna(row["drop"]):
+            return "—"
+        if pd.isna(row["drop_low"]):
+            return f"{100 * row['drop']:+.1f} [—]"
+        return f"{100 * row['drop']:+.1f} [{100 * row['drop_low']:+.1f}, {100 * row['drop_high']:+.1f}]"
+
+    rows = [
+        {
+            "model": row["model"],
+            "condition": arm_label(row["condition"], row["memory_policy"]),
+            "perturbation": row["perturbation"],
+            "pairs": row["n"] if not row["failed"] else f"{row['n']} ({row['failed']} failed, left out)",
+            "unperturbed [95% Wilson]": accuracy(row, UNPERTURBED),
+            "perturbed [95% Wilson]": accuracy(row, "perturbed"),
+            "drop, points [95% bootstrap]": drop(row),
+            "McNemar b / c": "—"
+            if pd.isna(row["mcnemar_b"])
+            else f"{row['mcnemar_b']:.0f} / {row['mcnemar_c']:.0f}",
+            "p exact": format_pvalue(row["p_exact"]),
+            "p Holm": format_pvalue(row["p_holm"]),
+            "stale (perturbed)": percent(row["stale_perturbed"]),
+        }
+        for row in drops.to_dict("records")
+    ]
+    return pd.DataFrame(rows).astype(str)
+
+
+def analyse_robustness(profile: Profile, runs: list[ArmRun]) -> RobustnessResult:
+    """The paired drop per model, condition and perturbation; failed pairs left out and listed."""
+    block: RobustnessBlock = profile.require("robustness")
+    sets = robustness_sets(block)
+    frames, drops, left_out = [], [], []
+    for arm in runs:
+        pairs, failed = pair_frame(arm, sets)
+        frames.append(pairs)
+        left_out += failed
+        for label in sets.twins:
+            chosen = pairs[pairs["perturbation"] == label] if len(pairs) else pairs
+            failures = sum(item["perturbation"] == label for item in failed)
+            where = {"model": arm.model, "condition": arm.condition, "memory_policy": arm.memory_policy}
+            drops.append(where | {"perturbation": label} | drop_row(chosen, failures))
+    drop_frame = with_holm(pd.DataFrame(drops))
+    return RobustnessResult(
+        profile=profile,
+        data_label=block.episodes.label,
+        grader=runs[0].grader,
+        runs=runs,
+        per_pair=pd.concat(frames, ignore_index=True),
+        drops=drop_frame,
+        table=drops_table(drop_frame),
+        left_out=left_out,
+    )
+
+
+def robustness_numbers(result: RobustnessResult) -> list[dict[str, Any]]:
+    """Headline numbers: per model, condition and perturbation both accuracies, the drop and Holm's p,
+    each naming its model, data, profile and n (pairs compared)."""
+    numbers = []
+    for row in result.drops.to_dict("records"):
+        arm = arm_label(row["condition"], row["memory_policy"])
+        meta = {"model": row["model"], "data": result.data_label, "profile": result.profile.name}
+        meta |= {"n": int(row["n"]), "grader": result.grader}
+        for key, name in (
+            (f"accuracy_{UNPERTURBED}", "accuracy unperturbed"),
+            ("accuracy_perturbed", "accuracy perturbed"),
+            ("drop", "drop"),
+            ("p_holm", "p Holm"),
+        ):
+            if pd.notna(row[key]):
+                numbers.append(headline_number(f"{arm} {row['perturbation']}: {name}", row[key], **meta))
+    return numbers
+
+
+def write_robustness(result: RobustnessResult, directory: Path | None = None) -> RobustnessResult:
+    """Write 09's tables (CSV + Markdown), per-pair CSV, drop figure and summary.json."""
+    from supersede_lib.present import plots
+
+    profile = result.profile
+    directory = directory or profiles.output_dir(profile, NOTEBOOK_ROBUSTNESS)
+    first_line = accuracy_incomplete_line(result.drops)
+    tables = [
+        write_table(
+            directory, "robustness_drops", result.drops, DROP_NOTE, result.table, first_line=first_line
+        )
+    ]
+    write_csv_atomic(result.per_pair, directory / "per_pair.csv")
+    title = f"ours: {result.data_label}, {profile.name}, {result.grader}"
+    figure = plots.perturbation_drop_figure(result.drops, title, label=arm_label)
+    result.figures["drops"] = plots.save_figure(figure, directory / "robustness_drops.png")
+    config = profile.as_config("robustness", "model", "judge")
+    extra: dict[str, Any] = {"runs": [arm.run.run_name for arm in result.runs]}
+    if result.left_out:
+        extra["left_out"] = result.left_out  # failed pairs: in no number above
+    runs = [arm.run.run_name for arm in result.runs]
+    numbers = robustness_numbers(result)
+    return record_summary(result, directory, NOTEBOOK_ROBUSTNESS, numbers, tables, config, extra, runs=runs)
+
+
+def run_robustness(profile: Profile, *, progress: bool = True) -> RobustnessResult:
+    """The perturbation suite on the profile's models: paired drops from the unperturbed twins."""
+    return write_robustness(analyse_robustness(profile, run_robustness_models(profile, progress=progress)))
