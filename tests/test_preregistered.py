@@ -7,6 +7,7 @@ pieces the runs use: the format repair, the registered order and the per-set set
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -501,3 +502,15 @@ def test_results_print_tiny_p_values_as_below_a_bound_not_zero() -> None:
     printed = prereg_analysis.printed_p_values(table)
     assert list(printed["vs base: p"]) == ["< 0.0001", "0.2100", "—"]
     assert list(printed["vs base: diff"]) == [0.1235, 0.0, 0.5]  # other columns: four places, unchanged
+
+
+def test_a_trained_row_says_whether_its_adapter_can_be_loaded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    label = "verdict__seed-11__step-20"
+    assert prereg_analysis.kept_adapter_status(PROFILE, label) == "not kept: cannot be loaded again"
+    adapters = tmp_path / PROFILE.name / "06_grpo_training" / "adapters"
+    adapters.mkdir(parents=True)
+    (adapters / f"{label}.json").write_text(json.dumps({"sha256": "ab" * 32}))
+    assert prereg_analysis.kept_adapter_status(PROFILE, label) == f"kept (sha256 {'ab' * 6})"

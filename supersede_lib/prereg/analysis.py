@@ -153,6 +153,18 @@ def printed_p_values(table: pd.DataFrame) -> pd.DataFrame:
     return printed
 
 
+def kept_adapter_status(profile: Profile, label: str) -> str:
+    """Whether the adapter behind a trained number can be loaded again: kept in float16 beside the
+    study (`train.kept_adapters`, with its hash), or not kept, which the table then says."""
+    record = profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING / "adapters" / f"{label}.json"
+    if not record.is_file():
+        return "not kept: cannot be loaded again"
+    kept = json.loads(record.read_text(encoding="utf-8"))
+    if kept.get("kept") is False:
+        return f"not kept: {kept.get('why', 'see its record')}"
+    return f"kept (sha256 {kept['sha256'][:12]})"
+
+
 def results_table(profile: Profile) -> pd.DataFrame:
     """The registered analysis on the test set: the controls, then every final checkpoint judged so
     far against the format-controlled base (primary) and the base (secondary, Holm-adjusted), with the
@@ -179,6 +191,7 @@ def results_table(profile: Profile) -> pd.DataFrame:
             {
                 **_count_row(final_label(arm, seed), judged),
                 "arm": arm,
+                "adapter": kept_adapter_status(profile, final_label(arm, seed)),
                 "vs format-controlled: diff": diff_format,
                 "diff 95% CI low": low,
                 "diff 95% CI high": high,
