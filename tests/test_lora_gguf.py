@@ -227,3 +227,19 @@ def test_a_converted_lora_on_smollm2_matches_transformers_and_the_row_order_matt
     monkeypatch.setattr(lora_gguf, "QK_REORDERED_ARCHS", frozenset())
     monkeypatch.setenv(lora_gguf.LORA_CACHE_ENV, str(tmp_path / "unordered"))
     assert _logprob_gap(reference, _greedy_with_logprobs(model_file, adapter, prompts)) > matched + 0.05
+
+
+def test_the_agreement_bench_asks_real_bounded_memory_prompts_and_counts_identical_replies() -> None:
+    from supersede_lib.bench.adapters import identical_share, reference_calls
+    from supersede_lib.models.chat import ChatResult
+
+    class Scripted:
+        def chat(self, messages: list, *, max_tokens: int, temperature: float) -> ChatResult:
+            return ChatResult(text=f"notes {len(messages)}", latency_s=0.5, model="scripted")
+
+    calls = reference_calls(Scripted(), 5)
+    assert len(calls) == 5
+    (first_messages, first_limit), reply, seconds = calls[0]
+    assert first_messages[0]["role"] == "system" and first_limit > 0
+    assert reply.startswith("notes") and seconds == 0.5
+    assert identical_share(["a", "b ", "c"], ["a", "b", "d"]) == pytest.approx(2 / 3)
