@@ -20,10 +20,18 @@ from supersede_lib.agent.prompts import get_prompt_variant, notes_update_message
 from supersede_lib.agent.settings import RolloutSettings
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import RunSettings, run_condition
-from supersede_lib.instruction import NOTES_COMPONENT, NotesInstructionAdapter, optimise_instruction
+from supersede_lib.instruction import (
+    NOTES_COMPONENT,
+    CheckedReflection,
+    NotesInstructionAdapter,
+    ReflectionTally,
+    optimise_instruction,
+    seed_instruction,
+)
 from supersede_lib.instruction import adapter as adapter_module
-from supersede_lib.instruction.reflection import rejection
+from supersede_lib.instruction.reflection import ReflectionModel, rejection
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.chat import ModelConfigError
 from supersede_lib.models.local_server import LocalOpenAIServer, ScriptedFailure, default_responder
 from supersede_lib.models.openai_api import OpenAIChatModel
 
@@ -52,9 +60,10 @@ def task_reply(messages: list[dict[str, Any]]) -> str:
 
 
 class FakeModels:
-    """One server: the task model's replies, and the reflection model's (scripted bad ones first)."""
+    """One server: the task model's replies, and the reflection model's (scripted bad ones first: a
+    text, or a `ScriptedFailure` action such as `("status", 500)`)."""
 
-    def __init__(self, bad_replies: list[str] = (), failing_question: str | None = None) -> None:
+    def __init__(self, bad_replies: list[Any] = (), failing_question: str | None = None) -> None:
         self.bad_replies = list(bad_replies)
         self.failing_question = failing_question
         self.reflection_prompts: list[str] = []
@@ -64,7 +73,10 @@ class FakeModels:
         if REFLECTION_MARK in text:
             self.reflection_prompts.append(text)
             if self.bad_replies:
-                return self.bad_replies.pop(0)
+                bad = self.bad_replies.pop(0)
+                if isinstance(bad, tuple):
+                    raise ScriptedFailure(bad)
+                return bad
             current = text.split("```", 2)[1].strip()
             return f"Here is the new instruction:\n```\n{current}\n{KEEP}\n```"
         if self.failing_question and self.failing_question in text:
@@ -172,6 +184,22 @@ def test_optimisation_counts_and_skips_bad_reflection_replies(
     assert summary["reflection"]["skipped"] == 2 and summary["best_instruction"] == result.best_instruction
 
 
+def test_a_failed_reflection_call_is_skipped_and_a_wrong_setting_stops_resumably(
+    tmp_path: Path, selection: list[Episode]
+) -> None:
+    """A reflection call that fails for good (a 500, no retries left) is counted and skipped; one
+    refused for every call (401) stops the run with GEPA's state saved, and the same call resumes."""
+    with LocalOpenAIServer(responder=FakeModels(bad_replies=[("status", 500)])) as server:
+        result = _optimise(server, tmp_path / "failed", selection)
+    assert result.reflection["failed_calls"] == 1 and KEEP in result.best_instruction
+    with LocalOpenAIServer(responder=FakeModels(bad_replies=[("status", 401)])) as server:
+        with pytest.raises(ModelConfigError):
+            _optimise(server, tmp_path / "stopped", selection)
+        assert (tmp_path / "stopped" / "run" / "gepa_state.bin").exists()
+        resumed = _optimise(server, tmp_path / "stopped", selection)
+    assert resumed.candidates == result.candidates and resumed.reflection["failed_calls"] == 0
+
+
 def test_rejection_rules() -> None:
     assert rejection("no fences", "no fences") == "no_instruction"
     assert rejection("```\n\n```", "") == "no_instruction"
@@ -270,3 +298,28 @@ def test_cli_refuses_bad_input_before_any_call(
         assert main(["optimise-instruction", *_cli_args(server, tmp_path, *extra)]) == 2
         assert server.request_count == 0
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.realmodel
+def test_adapter_and_reflection_against_llama_cpps_own_server(
+    tmp_path: Path, selection: list[Episode], llama_server
+) -> None:
+    """The real path in small: a provisioned GGUF served by llama.cpp runs one episode under the
+    seed instruction and answers one reflection prompt, whose reply is a proposal or counted as skipped."""
+    base_url, model_file = llama_server
+    model = OpenAIChatModel(model_file.stem, base_url=base_url, api_key_env="SUPERSEDE_FAKE_KEY")
+    cached = CachedChatModel(model, ResponseCache(tmp_path / "cache.sqlite"))
+    settings = RunSettings(
+        concurrency=1, prompt_variant="v1_no_example", max_tokens_notes=48, max_tokens_answer=24
+    )
+    adapter = NotesInstructionAdapter(cached, settings)
+    candidate = {NOTES_COMPONENT: seed_instruction(settings)}
+    batch = adapter.evaluate(selection[3:4], candidate, capture_traces=True)  # two sessions: 3 calls
+    assert adapter.tally.failed_episodes == 0 and batch.scores[0] in (0.0, 1.0)
+    dataset = adapter.make_reflective_dataset(candidate, batch, [NOTES_COMPONENT])
+    tally = ReflectionTally()
+    proposal, _ = CheckedReflection(ReflectionModel(cached, tally, max_tokens=64)).reflect(
+        candidate, dataset, [NOTES_COMPONENT]
+    )
+    assert tally.calls == 1 and tally.proposals + tally.skipped == 1
+    assert (NOTES_COMPONENT in proposal.new_texts) == (tally.proposals == 1)

@@ -41,6 +41,7 @@ from supersede_lib.instruction.adapter import (
 )
 from supersede_lib.instruction.reflection import (
     MAX_INSTRUCTION_CHARS,
+    REFLECTION_MAX_TOKENS,
     CheckedReflection,
     ReflectionModel,
     ReflectionTally,
@@ -160,6 +161,7 @@ def optimise_instruction(
     minibatch_size: int = MINIBATCH_SIZE,
     seed: int = GEPA_SEED,
     max_instruction_chars: int = MAX_INSTRUCTION_CHARS,
+    reflection_max_tokens: int = REFLECTION_MAX_TOKENS,
     progress: bool = True,
 ) -> Optimisation:
     """Run GEPA on the notes instruction of `settings` (its prompt variant's, or its `notes_system`)
@@ -176,7 +178,8 @@ def optimise_instruction(
         task_model, settings, output_dir=run_dir / "rollouts", resume_state=resume, tally=resume.rollouts
     )
     reflector = CheckedReflection(
-        ReflectionModel(reflection_model, resume.reflection), max_chars=max_instruction_chars
+        ReflectionModel(reflection_model, resume.reflection, reflection_max_tokens),
+        max_chars=max_instruction_chars,
     )
     start = seed_instruction(settings)
     result = gepa.optimize(
