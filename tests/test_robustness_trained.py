@@ -172,9 +172,16 @@ def _judge(changes: dict[tuple[str, str], tuple[int, int, int, int]], models=(RE
             {(S11, "considered_not_made"): FALL, (S12, "considered_not_made"): (14, 6, 0, 20)},
             {(S11, "considered_not_made"): FALL, (S12, "considered_not_made"): (15, 5, 0, 20)},
         ),
+        (  # the base falls too (25% -> 0%): a twin's perturbed gain is read against the base's perturbed
+            "P3",
+            {(S11, "considered_not_made"): FALL, (S12, "considered_not_made"): FALL},
+            {(twin, "considered_not_made"): FALL for twin in (S11, S12)}
+            | {(REFERENCE, "considered_not_made"): (0, 10, 0, 30)},
+        ),
         ("P4", {(S12, "reverted"): (15, 5, 0, 20)}, {(S11, "reverted"): COLLAPSE}),
         ("P4", {(S11, "reverted"): (0, 0, 20, 20)}, {(S12, "reverted"): (14, 6, 0, 20)}),
-        ("P5", {}, {(S12, "past_tense_later"): COLLAPSE}),
+        # 6 of 40 pairs lost: p exact 0.03 but Holm 0.31 across s11's perturbations; 35 of a 50-point gain kept
+        ("P5", {(S11, "past_tense_later"): (24, 6, 0, 10)}, {(S12, "past_tense_later"): COLLAPSE}),
         ("P6", {(S11, "held_out_vocab"): (15, 5, 0, 20)}, {(S11, "held_out_vocab"): (14, 6, 0, 20)}),
         (
             "P7",
