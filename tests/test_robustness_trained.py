@@ -5,6 +5,7 @@ docs/robustness-log.md are judged by their written rules (synthetic per-pair tab
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import asdict
@@ -100,6 +101,17 @@ def test_a_policy_whose_kept_adapter_is_not_here_is_skipped_and_named(capsys: py
     plans = robustness_study.trained_plans(profile, robustness_study.trained_config(profile))
     assert [plan.policy.label for plan in plans] == ["base"]
     assert "verdict s11 twin: skipped (its kept adapter outputs/nowhere/" in capsys.readouterr().out
+
+
+def test_recorded_replies_replay_only_for_the_adapter_that_made_them(tmp_path: Path) -> None:
+    weights = tmp_path / "twin.safetensors"
+    weights.write_bytes(b"lora")
+    sha = hashlib.sha256(b"lora").hexdigest()
+    record = tmp_path / "twin.json"
+    record.write_text(json.dumps({"weights_file": weights.name, "sha256": sha}))
+    assert robustness_study.recorded_with_adapter(record, f"model.gguf+lora@{sha[:16]}")
+    assert not robustness_study.recorded_with_adapter(record, "model.gguf+lora@0123456789abcdef")
+    assert robustness_study.recorded_with_adapter(None, "model.gguf")  # the base: no adapter to match
 
 
 def _with_trained(profile: profiles.Profile, trained: object, **robustness: object) -> profiles.Profile:

@@ -67,7 +67,7 @@ from supersede_lib.studies.evaluation_sets import (
 )
 from supersede_lib.studies.training import planned_arms
 from supersede_lib.train.config import TrainingConfig
-from supersede_lib.train.kept_adapters import restore_adapter
+from supersede_lib.train.kept_adapters import read_kept_record, restore_adapter
 from supersede_lib.train.run import resolve_base_model
 
 UNPERTURBED = "unperturbed"
@@ -243,6 +243,13 @@ def _replays(folder: Path, run_name: str, weights_here: bool) -> bool:
     return not weights_here or "stopped" not in json.loads(manifest.read_text(encoding="utf-8"))
 
 
+def recorded_with_adapter(record: Path | None, model_name: str) -> bool:
+    """Whether replies recorded under `model_name` came from the kept adapter `record` (its hash is in the
+    name a checkpoint is recorded under; restoring a kept adapter gives back its bytes): a policy whose
+    adapter was replaced never replays the old one's replies. The base (no record) always matches."""
+    return record is None or f"@{read_kept_record(record)['sha256'][:12]}" in model_name
+
+
 def trained_model(profile: Profile, plan: TrainedPlan, base_path: str, folder: Path) -> ChatModel | None:
     """A trained policy in the profile's response cache: its recorded replies where its run is recorded
     (a fresh clone replays the record without the weights), else its weights on the block's engine
@@ -250,6 +257,9 @@ def trained_model(profile: Profile, plan: TrainedPlan, base_path: str, folder: P
     neither is here."""
     weights_here = not Path(base_path).is_absolute() or Path(base_path).exists()
     recorded = recorded_model(folder, plan.run_name)
+    if recorded is not None and not recorded_with_adapter(plan.record, recorded[0]):
+        print(f"{plan.policy.label}: {plan.run_name} was recorded with another adapter; it runs again")
+        recorded = None
     if recorded is not None and _replays(folder, plan.run_name, weights_here):
         inner: Any = RecordedRepliesOnly(*recorded)
     elif not weights_here:
