@@ -65,7 +65,7 @@ def test_the_controls_run_the_same_base_on_the_same_test_episodes() -> None:
 
 def test_a_set_may_run_its_own_agent_and_token_caps() -> None:
     config = planned_arms(PROFILE)[0].config
-    run = evaluation_sets._ConfigOnly(config)
+    run = evaluation_sets.ConfigOnly(config)
     hard = set_settings(PROFILE, _sets()["hard"], [run])
     assert (hard.max_tokens_notes, hard.max_tokens_answer) == (160, 128)
     plain = set_settings(PROFILE, _sets()["test"], [run])
