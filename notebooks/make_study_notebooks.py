@@ -465,13 +465,19 @@ def robustness_notebook() -> nbformat.NotebookNode:
         "else's update, a reverted value, ...; docs/perturbations.md) whose gold stays determined. An "
         "agent that tracks superseded facts answers both alike; one that took a shortcut does not. Per "
         "model and condition: accuracy on the twins beside the unperturbed episodes, the paired drop with "
-        "its bootstrap 95% interval, exact McNemar, Holm across perturbations (docs/robustness-log.md).",
+        "its bootstrap 95% interval, exact McNemar, Holm across perturbations (docs/robustness-log.md). "
+        "A profile with trained policies (`robustness.trained`) also judges the log's predictions P1-P7.",
         [
             new_code_cell(
                 "result = robustness.run_robustness(profile)\n"
                 "show(result.table, 'Drop from the unperturbed twin')\nshow_warnings(result)"
             ),
             new_code_cell("show_figure(result.figures['drops'])"),
+            new_code_cell(
+                "if not result.predictions.empty:  # a profile with trained policies: P1-P7 of the log\n"
+                "    show(result.predictions, 'Predictions of docs/robustness-log.md, kept or broken')\n"
+                "    show(result.prediction_clauses, 'Each prediction clause by clause, with the numbers it read')"
+            ),
             new_code_cell(
                 "changed = result.per_pair[result.per_pair['correct_unperturbed'] & ~result.per_pair['correct_perturbed']]\n"
                 "show(changed.head(10), 'Right on the unperturbed episode, wrong on its twin')"

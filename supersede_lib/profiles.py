@@ -228,25 +228,66 @@ def memory_policy_changes(policy: str) -> dict[str, Any]:
     return {} if policy in ("", DEFAULT_MEMORY) else {"memory": policy}
 
 
+# engines a trained policy of 09 can run on; `studies.robustness.TRAINED_ENGINES` maps each to its model
+TRAINED_ENGINES = ("prefix_cache",)
+TrainedLabel = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _-]*$", max_length=80)]
+
+
+class TrainedPolicy(_Block):
+    """One trained policy (or base control) 09 judges with the agent a training arm used.
+
+    `label` names it in every table (`verdict s11 twin`); `adapter` is a kept adapter's JSON record
+    (`train.kept_adapters`, a repository path; unset: the base alone); `prompt_variant` replaces the
+    arm's agent (the format-controlled base: `v12_line_edits_repaired`)."""
+
+    label: TrainedLabel
+    adapter: RepositoryPath | None = None
+    prompt_variant: PromptVariantName | None = None
+
+
+class TrainedBlock(_Block):
+    """09's trained policies: each of `models` runs bounded memory with the agent, budget and token caps
+    `arm` trained with (07's `set_settings`), on `engine` (a name of `TRAINED_ENGINES`)."""
+
+    arm: ArmName
+    models: list[TrainedPolicy] = Field(min_length=1)
+    engine: Literal[TRAINED_ENGINES] = "prefix_cache"
+
+    @field_validator("models")
+    @classmethod
+    def _different_labels(cls, models: list[TrainedPolicy]) -> list[TrainedPolicy]:
+        labels = [trained_run_label(model.label) for model in models]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"labels must differ (got {[model.label for model in models]})")
+        return models
+
+
+def trained_run_label(label: str) -> str:
+    """A trained policy's label as a file name: spaces become '-' (`verdict-s11-twin`)."""
+    return label.replace(" ", "-")
+
+
 class RobustnessBlock(_Block):
     """09: every model and condition on unperturbed synthetic episodes and on each perturbation's twins
     of them (docs/perturbations.md); the unperturbed set is asked once and pairs with every twin.
 
     `perturbations` lists names or mappings of a name and its parameters (`{name: k_facts, k: 2}`);
-    `models` defaults to the profile's model; `pairs_per_model` asks a model only the first n base
-    episodes (and their twins), by its `name`; `memory_policies` are the bounded-memory agents to
-    compare (`agent.memory.MEMORY_POLICIES`; the notes agent by default).
+    `models` defaults to the profile's model (`[]`: none, only `trained`); `pairs_per_model` asks a
+    model only the first n base episodes (and their twins), by its `name`; `memory_policies` are the
+    bounded-memory agents to compare (`agent.memory.MEMORY_POLICIES`; the notes agent by default);
+    `trained` adds trained policies run with their training's agent (`TrainedBlock`).
     """
 
     episodes: EpisodeSpec
     perturbations: list[str | dict[str, Any]] = Field(min_length=1)
-    models: list[ModelSpec] | None = Field(default=None, min_length=1)
+    models: list[ModelSpec] | None = None
     conditions: list[Literal["full_context", "bounded_memory"]] = Field(
         default=["full_context", "bounded_memory"], min_length=1
     )
     notes_budget_chars: Budget = BLOCK_BUDGET
     pairs_per_model: dict[str, Count] = Field(default_factory=dict)
     memory_policies: list[MemoryPolicyName] = Field(default=[DEFAULT_MEMORY], min_length=1)
+    trained: TrainedBlock | None = None
 
     @field_validator("memory_policies")
     @classmethod
@@ -259,6 +300,8 @@ class RobustnessBlock(_Block):
     def _twins_of_synthetic_episodes(self) -> RobustnessBlock:
         if self.episodes.source != "synthetic" or self.episodes.perturbation is not None:
             raise ValueError("episodes: the unperturbed twins: synthetic, without perturbation:")
+        if self.models == [] and self.trained is None:
+            raise ValueError("models: [] leaves nothing to run without trained:")
         labels = [label for label, _ in self.perturbed_specs()]
         if len(set(labels)) != len(labels):
             raise ValueError(f"perturbations must differ (got {labels})")
@@ -639,8 +682,25 @@ def validate_profile(data: Any, source: str = "<profile>") -> Profile:
         profile = Profile.model_validate(data)
     except ValidationError as error:
         raise ProfileError(validation_message(error, source)) from None
+    problem = _trained_policy_problem(profile)
+    if problem:
+        raise ProfileError(f"{source}: robustness.trained.{problem}")
     profile._source = source
     return profile
+
+
+def _trained_policy_problem(profile: Profile) -> str | None:
+    """What 09's trained policies need from other blocks: their arm among `training.arms` (its agent)
+    and a `transfer:` block (07's settings and adapter loading, which they reuse)."""
+    trained = profile.robustness.trained if profile.robustness else None
+    if trained is None:
+        return None
+    arms = [arm.name for arm in profile.training.arms or ()] if profile.training else []
+    if trained.arm not in arms:
+        return f"arm: no arm {trained.arm!r} in training.arms (arms: {', '.join(arms) or 'none'})"
+    if profile.transfer is None:
+        return "arm: needs a transfer: block (the settings and adapter loading its evaluation sets use)"
+    return None
 
 
 def load_profile(

@@ -187,7 +187,7 @@ def test_an_evaluation_set_runs_under_the_trained_rollout_and_the_profile_settin
 ) -> None:
     profile = profiles.load_profile("smoke")
     config = TrainingConfig.preset("smoke")
-    run = evaluation_sets._ConfigOnly(config)
+    run = evaluation_sets.ConfigOnly(config)
     settings = evaluation_sets.run_settings(profile, [run])
     trained = config.rollout_settings()
     assert (settings.prompt_variant, settings.concurrency) == (trained.prompt_variant, profile.concurrency)

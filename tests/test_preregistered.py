@@ -65,7 +65,7 @@ def test_the_controls_run_the_same_base_on_the_same_test_episodes() -> None:
 
 def test_a_set_may_run_its_own_agent_and_token_caps() -> None:
     config = planned_arms(PROFILE)[0].config
-    run = evaluation_sets._ConfigOnly(config)
+    run = evaluation_sets.ConfigOnly(config)
     hard = set_settings(PROFILE, _sets()["hard"], [run])
     assert (hard.max_tokens_notes, hard.max_tokens_answer) == (160, 128)
     plain = set_settings(PROFILE, _sets()["test"], [run])
@@ -514,3 +514,12 @@ def test_a_trained_row_says_whether_its_adapter_can_be_loaded_again(
     adapters.mkdir(parents=True)
     (adapters / f"{label}.json").write_text(json.dumps({"sha256": "ab" * 32}))
     assert prereg_analysis.kept_adapter_status(PROFILE, label) == f"kept (sha256 {'ab' * 6})"
+
+
+def test_the_matcher_caveat_says_when_no_fresh_batch_measured_the_current_matcher(monkeypatch) -> None:
+    from supersede_lib.labelling import agreement
+
+    monkeypatch.setattr(agreement, "current_matcher_batches", lambda batches, version: [])
+    caveat = prereg_analysis._revised_matcher_caveat()
+    assert "agreed: ." not in caveat
+    assert "graded by it yet: its agreement out of sample is unmeasured" in caveat

@@ -155,13 +155,19 @@ def render_session(session: Session, roles: Sequence[str] = ("user", "assistant"
 
 
 def notes_update_messages(
-    notes: str, session: Session, notes_budget_chars: int, variant: str = DEFAULT_PROMPT_VARIANT
+    notes: str,
+    session: Session,
+    notes_budget_chars: int,
+    variant: str = DEFAULT_PROMPT_VARIANT,
+    notes_system: str | None = None,
 ) -> list[Message]:
-    """Prompt for one memory rewrite: current notes + ONE new session, nothing older."""
+    """Prompt for one memory rewrite: current notes + ONE new session, nothing older. `notes_system`
+    replaces the variant's system text (an instruction under optimisation); None keeps the variant's."""
     prompt_set = get_prompt_variant(variant)
     session_text = render_session(session, prompt_set.notes_session_roles)
     user = _notes_request(prompt_set, notes, notes_budget_chars, session.date, session_text)
-    messages: list[Message] = [{"role": "system", "content": prompt_set.notes_system}]
+    system = prompt_set.notes_system if notes_system is None else notes_system
+    messages: list[Message] = [{"role": "system", "content": system}]
     for example_user, example_reply in prompt_set.notes_examples:
         messages += [
             {"role": "user", "content": example_user},

@@ -46,6 +46,7 @@ class BoundedMemoryRollout:
     turns: list[TurnRecord] = field(default_factory=list)
     answer: str | None = None
     prompt_variant: str = DEFAULT_ROLLOUT.prompt_variant
+    notes_system: str | None = None  # replaces the variant's notes system text (None: the variant's)
     bounded: ClassVar[bool] = True  # the answer reads a B-capped memory, never the sessions
     memory_policy: ClassVar[str] = DEFAULT_MEMORY
     memory_failures: ClassVar[int] = 0  # a notes reply is always usable: it is the notes
@@ -82,7 +83,7 @@ class BoundedMemoryRollout:
         if self.current_kind == "notes":
             session = self.episode.sessions[self.sessions_consumed]
             return prompts.notes_update_messages(
-                self.notes, session, self.notes_budget_chars, self.prompt_variant
+                self.notes, session, self.notes_budget_chars, self.prompt_variant, self.notes_system
             )
         return prompts.answer_from_notes_messages(
             self.notes, self.episode.question, self.episode.question_date, self.prompt_variant
@@ -178,7 +179,10 @@ def make_rollout(
         budget = settings.budget_for(episode)
         if settings.memory == DEFAULT_MEMORY:
             return BoundedMemoryRollout(
-                episode, notes_budget_chars=budget, prompt_variant=settings.prompt_variant
+                episode,
+                notes_budget_chars=budget,
+                prompt_variant=settings.prompt_variant,
+                notes_system=settings.notes_system,
             )
         policy = get_memory_policy(settings.memory)(budget, settings.prompt_variant)
         return PolicyRollout(episode, policy)

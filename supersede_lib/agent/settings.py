@@ -25,8 +25,10 @@ AUTO: Literal["auto"] = "auto"  # a notes reply capped at about budget/3 tokens 
 class RolloutSettings:
     """The notes budget (a fixed `notes_budget_chars`, or `chars_per_session` x the episode's sessions
     when that is set), the prompt variant (`prompts.PROMPT_VARIANTS`), the token caps of a notes
-    reply (`"auto"`: from the budget) and of the answer (None: no cap), and the memory policy of a
-    bounded-memory rollout (`agent.memory.MEMORY_POLICIES`; "notes", the paper's, by default)."""
+    reply (`"auto"`: from the budget) and of the answer (None: no cap), the memory policy of a
+    bounded-memory rollout (`agent.memory.MEMORY_POLICIES`; "notes", the paper's, by default), and
+    `notes_system`: a system text that replaces the variant's in every notes call (an instruction
+    being optimised, `supersede_lib.instruction`; None, the default, sends the variant's own)."""
 
     notes_budget_chars: int | None = PAPER_NOTES_BUDGET_CHARS
     chars_per_session: int | None = None
@@ -34,10 +36,13 @@ class RolloutSettings:
     max_tokens_notes: int | None | Literal["auto"] = AUTO
     max_tokens_answer: int | None = DEFAULT_MAX_TOKENS_ANSWER
     memory: str = DEFAULT_MEMORY
+    notes_system: str | None = None
 
     def __post_init__(self) -> None:
         prompts.get_prompt_variant(self.prompt_variant)  # an unknown name fails here, listing the known ones
         get_memory_policy(self.memory)  # and an unknown policy here
+        if self.notes_system is not None and self.memory != DEFAULT_MEMORY:
+            raise ValueError(f"notes_system replaces the notes' system text; memory {self.memory!r} has none")
 
     def budget_for(self, episode: Episode) -> int:
         """The notes cap for one episode: fixed B, or `chars_per_session` x its number of sessions."""

@@ -43,6 +43,10 @@ COMMANDS: dict[str, Command] = {
         "supersede_lib.cli.diagnose",
         "Table 1 for any OpenAI-compatible model on one page, cost estimated first",
     ),
+    "optimise-instruction": Command(
+        "supersede_lib.cli.optimise_instruction",
+        "optimise the memory instruction of any served model with GEPA; before/after on held-out episodes",
+    ),
     "reachable": Command(
         "supersede_lib.cli.reachable",
         "can a profile's downloads be fetched? one line saying what to run if not",

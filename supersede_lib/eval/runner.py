@@ -224,6 +224,8 @@ async def arun_condition(
     config = {"condition": condition, **asdict(settings)}
     if config["memory"] == DEFAULT_MEMORY:  # as every run made before policies: a replay is the same run
         del config["memory"]
+    if config["notes_system"] is None:  # the variant's own notes text, as every run made before overrides
+        del config["notes_system"]
     manifest = build_manifest(
         config,
         model,

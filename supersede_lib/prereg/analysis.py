@@ -536,10 +536,16 @@ def _revised_matcher_caveat() -> str:
         if final_n
         else ""
     )
+    out_of_sample = (
+        "on fresh blind batches of trained answers, each graded once by it at its freeze, its credit "
+        f"agreed: {measured}."
+        if measured
+        else "no fresh blind batch of trained answers has been graded by it yet: its agreement out of "
+        "sample is unmeasured."
+    )
     return (
         f" The matcher grading them ({MATCHER_VERSION}) was revised after the registered verdict, in rule "
-        "rounds written on other answers (docs/preregistration.md); on fresh blind batches of trained "
-        f"answers, each graded once by it at its freeze, its credit agreed: {measured}.{pooled}"
+        f"rounds written on other answers (docs/preregistration.md); {out_of_sample}{pooled}"
     )
 
 

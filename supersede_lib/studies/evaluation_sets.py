@@ -152,10 +152,11 @@ def _episodes(evaluation: EvaluationSet) -> list | None:
     return load_episodes(spec)
 
 
-def _live_model(
+def live_model(
     block: TransferBlock, evaluation: EvaluationSet, folder: Path, base_path: str, model: SetModel
 ) -> Any:
-    """The base or a checkpoint with its weights; a checkpoint recorded earlier keeps its recorded name."""
+    """The base or a checkpoint with its weights on the set's engine (also 09's trained policies); a
+    checkpoint recorded earlier in `folder` keeps its recorded name."""
     from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
 
     name = None
@@ -221,7 +222,7 @@ def judge_models(
     folder, live = set_folder(profile, evaluation, root), profiles.live_calls_forced()
     folder.mkdir(parents=True, exist_ok=True)
     base_path = resolve_base_model(config)
-    settings = set_settings(profile, evaluation, settings_runs or [_ConfigOnly(config)])
+    settings = set_settings(profile, evaluation, settings_runs or [ConfigOnly(config)])
     cache, evaluated = _set_cache(profile, evaluation, root), False
     for model in models:
         if _finished(folder, model.label) and not live:
@@ -229,7 +230,7 @@ def judge_models(
         inner = (
             _replayed_model(folder, model)
             if replay
-            else _live_model(block, evaluation, folder, base_path, model)
+            else live_model(block, evaluation, folder, base_path, model)
         )
         evaluated = True
         wrapped = CachedChatModel(inner, cache, replay=not live, commit=profiles.commit_label())
@@ -248,7 +249,7 @@ def judge_models(
 
 
 @dataclass(frozen=True)
-class _ConfigOnly:
+class ConfigOnly:
     """Stands in for a trained run where only its config matters (`run_settings` of the base alone)."""
 
     config: TrainingConfig

@@ -10,6 +10,8 @@ were decided before any run (docs/robustness-log.md).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,12 +20,23 @@ import pandas as pd
 
 from supersede_lib import profiles
 from supersede_lib.agent.episode import Episode
+from supersede_lib.agent.memory import DEFAULT_MEMORY
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.run_files import default_run_name
-from supersede_lib.eval.runner import RunResult, run_condition
+from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar, wilson_interval
-from supersede_lib.models.chat import release_model
-from supersede_lib.profiles import Profile, RobustnessBlock, judge_for, memory_policy_changes
+from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly
+from supersede_lib.models.chat import ChatModel, release_model
+from supersede_lib.profiles import (
+    EvaluationSet,
+    Profile,
+    RobustnessBlock,
+    TrainedBlock,
+    TrainedPolicy,
+    judge_for,
+    memory_policy_changes,
+    trained_run_label,
+)
 from supersede_lib.results.comparison import (
     accuracy_incomplete_line,
     correct_column,
@@ -44,6 +57,18 @@ from supersede_lib.results.outputs import (
     write_csv_atomic,
     write_table,
 )
+from supersede_lib.results.robustness_predictions import judge_clauses, judge_predictions
+from supersede_lib.studies.evaluation_sets import (
+    ConfigOnly,
+    SetModel,
+    live_model,
+    recorded_model,
+    set_settings,
+)
+from supersede_lib.studies.training import planned_arms
+from supersede_lib.train.config import TrainingConfig
+from supersede_lib.train.kept_adapters import read_kept_record, restore_adapter
+from supersede_lib.train.run import resolve_base_model
 
 UNPERTURBED = "unperturbed"
 BOOTSTRAP_RESAMPLES = 10_000  # decided before any run (docs/robustness-log.md), with seed 0
@@ -55,6 +80,14 @@ DROP_NOTE = (
     "two-sided McNemar (b: unperturbed right and twin wrong, c: the reverse), Holm-adjusted across the "
     "perturbations of one model and condition; stale: answers the matcher calls stale. A pair whose run "
     "failed on either episode is left out of every number (`failed`)."
+)
+
+PREDICTIONS_NOTE = (
+    "P1-P7 of docs/robustness-log.md (committed before any perturbed result of a trained twin), judged "
+    "by its rules on the bounded-memory drops above (`results.robustness_predictions`): gain = a twin's "
+    "accuracy minus the format-controlled base's on the same set; a prediction is kept when every clause "
+    "holds, broken when one does not, not evaluable when a model it names was not run. The CSV lists "
+    "every clause with the numbers it read."
 )
 
 
@@ -102,6 +135,9 @@ class RobustnessResult(StudyResult):
     drops: pd.DataFrame  # one row per model x condition x perturbation (drop_row)
     table: pd.DataFrame  # drops as the Markdown shows them
     left_out: list[dict[str, str]] = field(default_factory=list)  # pairs a run failed on
+    # with trained policies: P1-P7 of docs/robustness-log.md, kept or broken, and clause by clause
+    predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    prediction_clauses: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def model(self) -> list[str]:
@@ -148,19 +184,145 @@ def model_pairs(block: RobustnessBlock, spec: dict[str, Any], available: int) ->
     return min(block.pairs_per_model.get(str(spec.get("name")), available), available)
 
 
+def _transformers_model(
+    profile: Profile, evaluation: EvaluationSet, folder: Path, base_path: str, model: SetModel
+) -> ChatModel:
+    """The registered engine: transformers with the prompt-prefix cache, loaded as 07 loads adapters."""
+    prefix = evaluation.model_copy(update={"engine": "prefix_cache"})
+    return live_model(profile.require("transfer"), prefix, folder, base_path, model)
+
+
+# `robustness.trained.engine` -> the factory of a trained policy's live model, called with (profile,
+# the policy's evaluation set, 09's folder, the base model's path, its SetModel: run name and adapter)
+TRAINED_ENGINES: dict[str, Callable[..., ChatModel]] = {"prefix_cache": _transformers_model}
+TRAINED_CONDITION = "bounded_memory"  # trained policies learned the notes agent: bounded memory only
+
+
+@dataclass(frozen=True)
+class TrainedPlan:
+    """One trained policy ready to run: its entry, run name, settings (07's `set_settings` of the
+    arm's training) and kept adapter record (None: the base alone)."""
+
+    policy: TrainedPolicy
+    run_name: str
+    evaluation: EvaluationSet  # what 07's settings and model builders read: the policy's agent
+    settings: RunSettings
+    record: Path | None
+
+
+def trained_config(profile: Profile) -> TrainingConfig:
+    """The training config of the trained block's arm (the agent its policies learned)."""
+    trained: TrainedBlock = profile.require("robustness").trained
+    return next(arm.config for arm in planned_arms(profile) if arm.name == trained.arm)
+
+
+def trained_plans(profile: Profile, config: TrainingConfig) -> list[TrainedPlan]:
+    """The trained block's policies, each with the settings its arm trained with; a policy whose kept
+    adapter record is not here (yet) is named and skipped, never a crash."""
+    block: RobustnessBlock = profile.require("robustness")
+    plans = []
+    for policy in block.trained.models if block.trained else ():
+        record = profiles.REPO_ROOT / policy.adapter if policy.adapter else None
+        if record is not None and not record.is_file():
+            print(f"{policy.label}: skipped (its kept adapter {policy.adapter} is not here yet)")
+            continue
+        label = trained_run_label(policy.label)
+        evaluation = EvaluationSet(name=label, episodes=block.episodes, prompt_variant=policy.prompt_variant)
+        settings = set_settings(profile, evaluation, [ConfigOnly(config)])
+        run_name = default_run_name(TRAINED_CONDITION, label, settings.notes_budget_chars, None)
+        plans.append(TrainedPlan(policy, run_name, evaluation, settings, record))
+    return plans
+
+
+def _replays(folder: Path, run_name: str, weights_here: bool) -> bool:
+    """Whether a trained policy answers from its recorded replies: its run is recorded (and finished,
+    unless the weights are not here to finish it) and no call is forced live."""
+    manifest = folder / f"{run_name}.manifest.json"
+    if profiles.live_calls_forced() or not manifest.exists():
+        return False
+    return not weights_here or "stopped" not in json.loads(manifest.read_text(encoding="utf-8"))
+
+
+def recorded_with_adapter(record: Path | None, model_name: str) -> bool:
+    """Whether replies recorded under `model_name` came from the kept adapter `record` (its hash is in the
+    name a checkpoint is recorded under; restoring a kept adapter gives back its bytes): a policy whose
+    adapter was replaced never replays the old one's replies. The base (no record) always matches."""
+    return record is None or f"@{read_kept_record(record)['sha256'][:12]}" in model_name
+
+
+def trained_model(profile: Profile, plan: TrainedPlan, base_path: str, folder: Path) -> ChatModel | None:
+    """A trained policy in the profile's response cache: its recorded replies where its run is recorded
+    (a fresh clone replays the record without the weights), else its weights on the block's engine
+    (the adapter restored from its kept record into the git-ignored cache folder). None, said, when
+    neither is here."""
+    weights_here = not Path(base_path).is_absolute() or Path(base_path).exists()
+    recorded = recorded_model(folder, plan.run_name)
+    if recorded is not None and not recorded_with_adapter(plan.record, recorded[0]):
+        print(f"{plan.policy.label}: {plan.run_name} was recorded with another adapter; it runs again")
+        recorded = None
+    if recorded is not None and _replays(folder, plan.run_name, weights_here):
+        inner: Any = RecordedRepliesOnly(*recorded)
+    elif not weights_here:
+        print(f"{plan.policy.label}: skipped (not recorded, and the base model {base_path} is not here)")
+        return None
+    else:
+        adapter = None
+        if plan.record is not None:
+            restored = profiles.cache_path(profile).parent / "adapters" / trained_run_label(plan.policy.label)
+            adapter = restore_adapter(plan.record, restored)
+        engine = TRAINED_ENGINES[profile.require("robustness").trained.engine]
+        inner = engine(profile, plan.evaluation, folder, base_path, SetModel(plan.run_name, adapter))
+    live = profiles.live_calls_forced()
+    cache = profiles.profile_cache(profile)
+    return CachedChatModel(
+        inner, cache, replay=not live, commit=profiles.commit_label(), on_damage=profile.cache_on_damage
+    )
+
+
+def run_trained_models(
+    profile: Profile, sets: RobustnessSets, plans: Sequence[TrainedPlan], bar: Any, base_path: str
+) -> list[ArmRun]:
+    """Each trained policy over every set with its training's agent (bounded memory), one at a time."""
+    directory = profiles.output_dir(profile, NOTEBOOK_ROBUSTNESS)
+    judge, pairs = judge_for(profile), len(sets.unperturbed)
+    runs = []
+    for plan in plans:
+        model = trained_model(profile, plan, base_path, directory)
+        if model is None:
+            continue
+        run = run_condition(
+            sets.episodes(pairs),
+            TRAINED_CONDITION,
+            model,
+            plan.settings,
+            judge=judge,
+            output_dir=directory,
+            run_name=plan.run_name,
+            progress=bar,
+        )
+        runs.append(
+            ArmRun(plan.policy.label, TRAINED_CONDITION, DEFAULT_MEMORY, pairs, run, grader_name(judge))
+        )
+        release_model(model)
+    return runs
+
+
 def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[ArmRun]:
-    """Every model x condition (x memory policy) over the unperturbed set and every twin set, one model
-    at a time, each released before the next loads; run files in 09's folder."""
+    """Every model x condition (x memory policy) over the unperturbed set and every twin set, then every
+    trained policy, one model at a time, each released before the next loads; run files in 09's folder."""
     block: RobustnessBlock = profile.require("robustness")
     sets = robustness_sets(block)
     directory = profiles.output_dir(profile, NOTEBOOK_ROBUSTNESS)
     judge = judge_for(profile)
     settings = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
-    specs = block.models or [profile.model]
+    specs = [profile.model] if block.models is None else block.models
     chosen = arms(block)
+    config = trained_config(profile) if block.trained else None
+    plans = trained_plans(profile, config) if config else []
     total = sum(len(sets.episodes(model_pairs(block, spec, len(sets.unperturbed)))) for spec in specs)
+    total = total * len(chosen) + len(plans) * len(sets.episodes(len(sets.unperturbed)))
     runs = []
-    with study_progress(profile, NOTEBOOK_ROBUSTNESS, total * len(chosen), progress) as bar:
+    with study_progress(profile, NOTEBOOK_ROBUSTNESS, total, progress) as bar:
         for spec in specs:
             model = profiles.model_for(spec, profile)
             pairs = model_pairs(block, spec, len(sets.unperturbed))
@@ -181,6 +343,8 @@ def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[Ar
                 )
                 runs.append(ArmRun(model.name, condition, policy, pairs, run, grader_name(judge)))
             release_model(model)
+        if plans:
+            runs += run_trained_models(profile, sets, plans, bar, resolve_base_model(config))
     return runs
 
 
@@ -298,30 +462,57 @@ def drops_table(drops: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).astype(str)
 
 
+ARM_KEYS = ("model", "condition", "memory_policy")
+
+
+def pair_drops(
+    per_pair: pd.DataFrame,
+    arms: Sequence[tuple[str, str, str]],
+    labels: Sequence[str],
+    left_out: Sequence[dict[str, str]] = (),
+) -> pd.DataFrame:
+    """One `drop_row` per (model, condition, memory policy) of `arms` x perturbation label, in that
+    order, from the compared pairs; `left_out` counts each row's failed pairs; Holm within an arm."""
+    drops = []
+    for arm in arms:
+        where = dict(zip(ARM_KEYS, arm, strict=True))
+        mine = per_pair
+        for key, value in where.items():
+            mine = mine[mine[key] == value] if len(mine) else mine
+        for label in labels:
+            chosen = mine[mine["perturbation"] == label] if len(mine) else mine
+            failures = sum(
+                item["perturbation"] == label and all(item[key] == where[key] for key in ARM_KEYS)
+                for item in left_out
+            )
+            drops.append(where | {"perturbation": label} | drop_row(chosen, failures))
+    return with_holm(pd.DataFrame(drops))
+
+
 def analyse_robustness(profile: Profile, runs: list[ArmRun]) -> RobustnessResult:
-    """The paired drop per model, condition and perturbation; failed pairs left out and listed."""
+    """The paired drop per model, condition and perturbation; failed pairs left out and listed; where
+    the profile has trained policies, the log's predictions judged on their drops."""
     block: RobustnessBlock = profile.require("robustness")
     sets = robustness_sets(block)
-    frames, drops, left_out = [], [], []
+    frames, left_out = [], []
     for arm in runs:
         pairs, failed = pair_frame(arm, sets)
         frames.append(pairs)
         left_out += failed
-        for label in sets.twins:
-            chosen = pairs[pairs["perturbation"] == label] if len(pairs) else pairs
-            failures = sum(item["perturbation"] == label for item in failed)
-            where = {"model": arm.model, "condition": arm.condition, "memory_policy": arm.memory_policy}
-            drops.append(where | {"perturbation": label} | drop_row(chosen, failures))
-    drop_frame = with_holm(pd.DataFrame(drops))
+    per_pair = pd.concat(frames, ignore_index=True)
+    keys = [(arm.model, arm.condition, arm.memory_policy) for arm in runs]
+    drop_frame = pair_drops(per_pair, keys, list(sets.twins), left_out)
     return RobustnessResult(
         profile=profile,
         data_label=block.episodes.label,
         grader=runs[0].grader,
         runs=runs,
-        per_pair=pd.concat(frames, ignore_index=True),
+        per_pair=per_pair,
         drops=drop_frame,
         table=drops_table(drop_frame),
         left_out=left_out,
+        predictions=judge_predictions(drop_frame) if block.trained else pd.DataFrame(),
+        prediction_clauses=judge_clauses(drop_frame) if block.trained else pd.DataFrame(),
     )
 
 
@@ -356,6 +547,12 @@ def write_robustness(result: RobustnessResult, directory: Path | None = None) ->
             directory, "robustness_drops", result.drops, DROP_NOTE, result.table, first_line=first_line
         )
     ]
+    if not result.predictions.empty:
+        tables.append(
+            write_table(
+                directory, "predictions", result.prediction_clauses, PREDICTIONS_NOTE, result.predictions
+            )
+        )
     write_csv_atomic(result.per_pair, directory / "per_pair.csv")
     title = f"ours: {result.data_label}, {profile.name}, {result.grader}"
     figure = plots.perturbation_drop_figure(result.drops, title, label=arm_label)
