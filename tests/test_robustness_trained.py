@@ -96,8 +96,9 @@ def test_each_policy_runs_with_the_settings_07_judged_the_test_set_with() -> Non
 
 def test_a_policy_whose_kept_adapter_is_not_here_is_skipped_and_named(capsys: pytest.CaptureFixture) -> None:
     block = PREREG.robustness.trained
-    missing = block.models[2].model_copy(update={"adapter": "outputs/nowhere/verdict__seed-11__twin.json"})
-    profile = _with_trained(PREREG, block.model_copy(update={"models": [block.models[0], missing]}))
+    policies = {policy.label: policy for policy in block.models}
+    missing = policies[S11].model_copy(update={"adapter": "outputs/nowhere/verdict__seed-11__twin.json"})
+    profile = _with_trained(PREREG, block.model_copy(update={"models": [policies["base"], missing]}))
     plans = robustness_study.trained_plans(profile, robustness_study.trained_config(profile))
     assert [plan.policy.label for plan in plans] == ["base"]
     assert "verdict s11 twin: skipped (its kept adapter outputs/nowhere/" in capsys.readouterr().out
@@ -236,10 +237,12 @@ def _tiny_profile(record: Path) -> profiles.Profile:
     """The prereg block on 1 pair, 2 perturbations: base, format-controlled base, an s11 twin whose
     kept adapter is `record` and an s12 twin whose record is not there."""
     block = PREREG.robustness.trained
-    twin = block.models[2].model_copy(update={"adapter": str(record)})
-    absent = block.models[3].model_copy(update={"adapter": str(record.with_name("absent.json"))})
+    policies = {policy.label: policy for policy in block.models}
+    twin = policies[S11].model_copy(update={"adapter": str(record)})
+    absent = policies[S12].model_copy(update={"adapter": str(record.with_name("absent.json"))})
     # the tiny model is a transformers folder, not a GGUF: the transformers engine
-    trained = block.model_copy(update={"models": [*block.models[:2], twin, absent], "engine": "prefix_cache"})
+    models = [policies["base"], policies[REFERENCE], twin, absent]
+    trained = block.model_copy(update={"models": models, "engine": "prefix_cache"})
     episodes = PREREG.robustness.episodes.model_copy(update={"n": 1})
     perturbations = ["reverted", {"name": "k_facts", "k": 2}]
     profile = _with_trained(PREREG, trained, episodes=episodes, perturbations=perturbations)
