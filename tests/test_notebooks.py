@@ -250,3 +250,23 @@ def test_06_runs_07_in_its_runtime_and_07_reads_the_save_dir(tmp_path: Path, mon
         config=reproduce.KERNEL_CONFIG,
     )
     assert json.loads((save_dir / "smoke" / "07_transfer_eval" / "summary.json").read_text())["adapters"]
+
+
+def test_run_finishes_a_stopped_live_recording_by_reading_the_cache_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--run` writes into outputs/ like `--live` but replays what the local cache already holds, so a
+    live recording a session's end stopped is finished without paying for its calls twice."""
+    modes = []
+
+    def fake_reproduce(profile, only, *, mode, **kwargs):
+        modes.append(mode)
+        return reproduce.ReproduceRun(profile=profile, mode=mode, output_root=Path("."))
+
+    monkeypatch.setattr(reproduce_command.reachability, "unreachable_message", lambda *args, **kwargs: None)
+    monkeypatch.setattr(reproduce_command.notebooks, "reproduce", fake_reproduce)
+    assert reproduce_command.main(["--profile", "smoke", "--only", "09", "--run"]) == 0
+    assert reproduce_command.main(["--profile", "smoke", "--only", "09", "--live"]) == 0
+    assert modes == ["run", "live"]
+    with pytest.raises(SystemExit):  # one mode at a time
+        reproduce_command.main(["--profile", "smoke", "--run", "--live"])

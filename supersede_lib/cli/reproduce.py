@@ -35,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--live", action="store_true", help="make every model call again; write into outputs/"
     )
     chosen.add_argument(
+        "--run",
+        action="store_true",
+        help="write into outputs/, reusing cached replies: finish a --live run that was stopped",
+    )
+    chosen.add_argument(
         "--replay", action="store_true", help="replay and check (the default for a profile with a record)"
     )
     chosen.add_argument(
@@ -55,7 +60,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.allow_dirty:
         os.environ[ALLOW_DIRTY_ENV] = "1"  # the notebook kernels inherit it
-    mode = "live" if args.live else "record" if args.record else "replay" if args.replay else "auto"
+    mode = (
+        "live"
+        if args.live
+        else "run"
+        if args.run
+        else "record"
+        if args.record
+        else "replay"
+        if args.replay
+        else "auto"
+    )
     unreachable = reachability.unreachable_message(args.profile, live=args.live)
     if unreachable:  # before any notebook starts: offline, one line saying what to run instead
         print(f"STOPPED: {unreachable}", file=sys.stderr)

@@ -51,6 +51,8 @@ MODES_HELP = """modes:
              replay, one verdict printed, exit 1 if any differs. Tracked files stay untouched.
              A profile without a record is RUN: results go to outputs/<profile>/, calls cached.
   --live     make every model call again and write into outputs/ (needs a clean checkout).
+  --run      write into outputs/ like --live, but read back the replies already in the local cache:
+             how a --live run stopped by a kill or a session's end is finished without paying twice.
   --record   replay, then adopt the tables that changed into outputs/ keeping recorded live
              measurements: regenerate the record on purpose after an intended change."""
 KERNEL_NAME = "python3"
