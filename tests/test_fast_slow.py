@@ -304,3 +304,25 @@ def test_a_minibatch_that_repeats_an_episode_runs_it_once_and_scores_each_place(
         result = adapter.evaluate(batch, {NOTES_COMPONENT: "Write notes."})
     assert len(result.scores) == 3 and result.scores[1] == result.scores[2]
     assert adapter.tally.episodes == 2
+
+
+def test_a_replay_skips_notebook_10_until_it_is_recorded_and_the_report_says_so() -> None:
+    from supersede_lib.reproduce import notebooks as reproduce
+    from supersede_lib.reproduce import report
+
+    if reproduce.has_committed_record("cpu_proof_prereg/10_fast_slow"):
+        pytest.skip("the cpu_proof_prereg record of 10 exists")
+    lines: list[str] = []
+    path = reproduce.NOTEBOOK_DIR / "10_fast_slow.ipynb"
+    assert path.exists() and reproduce.NOTEBOOK_BLOCKS["10"] == ("fast_slow",)
+    assert reproduce.recorded_notebooks("cpu_proof_prereg", [path], lines.append) == []
+    assert "not recorded yet" in lines[0] and "--only 10 --live" in lines[0]
+    kept = reproduce.runnable_notebooks(
+        profiles.load_profile("offline"), [path, path.with_name("02_isolation.ipynb")], lines.append
+    )
+    assert [item.name for item in kept] == ["02_isolation.ipynb"] and "has no fast_slow block" in lines[-1]
+    text = report.build_report("cpu_proof_prereg")
+    assert (
+        "## 10 · Fast and slow" in text and "has a `fast_slow:` block but there is no `10_fast_slow/`" in text
+    )
+    assert "10 · Fast and slow" not in report.build_report("offline")  # no block, no folder: no section
