@@ -229,7 +229,7 @@ def memory_policy_changes(policy: str) -> dict[str, Any]:
 
 
 # engines a trained policy of 09 can run on; `studies.robustness.TRAINED_ENGINES` maps each to its model
-TRAINED_ENGINES = ("prefix_cache",)
+TRAINED_ENGINES = ("prefix_cache", "llamacpp")
 TrainedLabel = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _-]*$", max_length=80)]
 
 

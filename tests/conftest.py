@@ -131,6 +131,24 @@ def make_episode(episode_id: str = "ep-0", n_sessions: int = 3, filler_session: 
     )
 
 
+def save_random_lora(base, folder, targets, rank=4, scale=0.05):
+    """A PEFT LoRA on the model at `base` with random B matrices (a fresh LoRA is the identity),
+    alpha = 2 x rank, saved to `folder`; returns the folder."""
+    import peft
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    adapted = peft.get_peft_model(model, peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=targets))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, parameter in adapted.named_parameters():
+            if "lora_B" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * scale)
+    adapted.save_pretrained(str(folder))
+    return folder
+
+
 # the small real models a CPU test can afford, in order of preference (provision-models.sh)
 SMALL_MODEL_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 

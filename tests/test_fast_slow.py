@@ -138,6 +138,7 @@ def _tiny_prereg(record: Path, tmp_path: Path) -> profiles.Profile:
     ]
     data["robustness"] |= {"episodes": {**data["robustness"]["episodes"], "n": 1}}
     data["robustness"]["perturbations"] = ["reverted", {"name": "k_facts", "k": 2}]
+    data["robustness"]["trained"]["engine"] = "prefix_cache"  # the tiny model has no GGUF for llama.cpp
     data["fast_slow"] |= {
         "budgets": [8, 12],
         "combination_budget": 8,

@@ -10,23 +10,15 @@ import pytest
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
 
+from conftest import save_random_lora  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 from supersede_lib.train.kept_adapters import keep_adapter, read_kept_record, restore_adapter  # noqa: E402
 
 
 def _trained_checkpoint(base: Path, folder: Path) -> Path:
-    """A LoRA on the tiny model with non-zero B matrices (a fresh LoRA is the identity)."""
-    model = AutoModelForCausalLM.from_pretrained(str(base))
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
-    adapted = peft.get_peft_model(model, config)
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, parameter in adapted.named_parameters():
-            if "lora_B" in name:
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.05)
-    adapted.save_pretrained(str(folder))
-    return folder
+    """A LoRA on the tiny model with non-zero B matrices."""
+    return save_random_lora(base, folder, ["q_proj", "v_proj"])
 
 
 def _logits(base: Path, adapter: Path) -> torch.Tensor:

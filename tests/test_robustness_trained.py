@@ -43,7 +43,7 @@ def _prereg_with(**trained: object) -> dict:
         ({"models": [{"adapter": "x.json"}]}, "robustness.trained.models[0].label: missing"),
         ({"models": [{"label": "base"}, {"label": "base"}]}, "robustness.trained.models: labels must differ"),
         ({"models": [{"label": "a b"}, {"label": "a-b"}]}, "robustness.trained.models: labels must differ"),
-        ({"engine": "llamacpp"}, "robustness.trained.engine: must be one of"),
+        ({"engine": "vllm"}, "robustness.trained.engine: must be one of"),
         (
             {"models": [{"label": "base", "prompt_variant": "v99"}]},
             "robustness.trained.models[0].prompt_variant",
@@ -238,7 +238,8 @@ def _tiny_profile(record: Path) -> profiles.Profile:
     block = PREREG.robustness.trained
     twin = block.models[2].model_copy(update={"adapter": str(record)})
     absent = block.models[3].model_copy(update={"adapter": str(record.with_name("absent.json"))})
-    trained = block.model_copy(update={"models": [*block.models[:2], twin, absent]})
+    # the tiny model is a transformers folder, not a GGUF: the transformers engine
+    trained = block.model_copy(update={"models": [*block.models[:2], twin, absent], "engine": "prefix_cache"})
     episodes = PREREG.robustness.episodes.model_copy(update={"n": 1})
     perturbations = ["reverted", {"name": "k_facts", "k": 2}]
     profile = _with_trained(PREREG, trained, episodes=episodes, perturbations=perturbations)
@@ -287,3 +288,25 @@ def test_the_suite_runs_trained_policies_and_replays_them_without_the_weights(
     assert {arm.run.manifest["provenance"]["live_calls"] for arm in again.runs} == {0}
     pd.testing.assert_frame_equal(again.per_pair, result.per_pair)
     pd.testing.assert_frame_equal(again.prediction_clauses, result.prediction_clauses)
+
+
+def test_the_llamacpp_engine_runs_the_kept_adapter_under_a_name_its_record_recognises(tmp_path: Path) -> None:
+    weights = tmp_path / "twin.safetensors"
+    weights.write_bytes(b"lora")
+    record = tmp_path / "twin.json"
+    record.write_text(
+        json.dumps(
+            {"weights_file": weights.name, "sha256": hashlib.sha256(b"lora").hexdigest(), "peft_config": {}}
+        )
+    )
+    gguf = tmp_path / "base.gguf"
+    gguf.write_bytes(b"GGUF")  # the embedded model loads its file at the first call, not when built
+    engine = robustness_study.TRAINED_ENGINES["llamacpp"]
+    evaluation = PREREG.transfer.evaluations[0]
+
+    adapted = engine(PREREG, evaluation, tmp_path, str(gguf), robustness_study.SetModel("twin", record))
+    base = engine(PREREG, evaluation, tmp_path, str(gguf), robustness_study.SetModel("base", None))
+
+    assert robustness_study.recorded_with_adapter(record, adapted.name)
+    assert adapted.lora_adapter is not None and base.lora_adapter is None
+    assert base.name != adapted.name  # base and adapter replies never share cache entries

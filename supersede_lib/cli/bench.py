@@ -3,16 +3,20 @@
 Concurrency against a local fake server, the harness's overhead with an embedded model, llama.cpp
 and batched transformers side by side, the prompt-prefix cache and the shared-prefix training loss
 (`bench.runner` says what each measures and its target). Results under --output-dir.
+`--lora-adapter` instead checks a trained adapter on llama.cpp against transformers (`bench.adapters`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL
+from supersede_lib.bench.adapters import DEFAULT_LORA_BASE, adapter_agreement, agreement_report
+from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, find_local_model
 from supersede_lib.bench.runner import DEFAULT_OUTPUT_DIR, run_benchmarks
+from supersede_lib.models.gguf import threads_from_env
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,9 +52,44 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--skip-train-prefix", action="store_true", help="skip the shared-prefix training loss comparison"
     )
+    adapters = parser.add_argument_group("a trained LoRA adapter on llama.cpp vs transformers")
+    adapters.add_argument(
+        "--lora-adapter",
+        type=Path,
+        default=None,
+        help="PEFT folder or kept record .json: run only this check",
+    )
+    adapters.add_argument(
+        "--lora-base", default=DEFAULT_LORA_BASE, help="the adapter's base GGUF (path or file name)"
+    )
+    adapters.add_argument(
+        "--lora-calls", type=int, default=20, help="bounded-memory calls compared (default: 20)"
+    )
+    adapters.add_argument("--lora-output", type=Path, default=None, help="write the result as JSON here")
     return parser
 
 
+def run_adapter_agreement(args: argparse.Namespace) -> dict:
+    """The adapter check alone: one thread per engine (`SUPERSEDE_N_THREADS` or --threads, else 1)."""
+    base = Path(args.lora_base)
+    if not base.is_file():
+        found = find_local_model(args.lora_base)
+        if found is None:
+            raise SystemExit(f"--lora-base {args.lora_base}: no such file here or in the model folders")
+        base = found
+    threads = args.threads or threads_from_env() or 1
+    result = adapter_agreement(base, args.lora_adapter, n_calls=args.lora_calls, threads=threads)
+    print(agreement_report(result))
+    if args.lora_output is not None:
+        args.lora_output.parent.mkdir(parents=True, exist_ok=True)
+        args.lora_output.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    run_benchmarks(build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    if args.lora_adapter is not None:
+        run_adapter_agreement(args)
+        return 0
+    run_benchmarks(args)
     return 0

@@ -22,13 +22,14 @@ from typing import Any, Literal
 
 from supersede_lib.models import cpu_features
 from supersede_lib.models.batched import BatchedHFChatModel
-from supersede_lib.models.chat import ChatModel, ChatResult, Message
+from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfigError
 from supersede_lib.models.gguf import (
     DEFAULT_GGUF_FILE,
     EmbeddedGGUFModel,
     resolve_default_gguf,
     threads_from_env,
 )
+from supersede_lib.models.lora_gguf import adapted_model_name, read_lora_adapter
 
 ENGINES = ("auto", "llamacpp", "transformers")
 ENGINE_ENV = "SUPERSEDE_ENGINE"  # llamacpp | transformers: what "auto" means on this machine
@@ -121,6 +122,19 @@ def detect_engine(requested: str = "auto", threads: int | None = None) -> Engine
     )
 
 
+def engine_for_adapter(requested: str, lora_adapter: object | None) -> str:
+    """The engine to ask for: llama.cpp when a LoRA adapter is given ("auto" included), since the
+    batched transformers engine applies no adapter; forcing transformers with one is an error."""
+    if lora_adapter is None:
+        return requested
+    if requested == "transformers":
+        raise ModelConfigError(
+            "lora_adapter runs on the llama.cpp engine: set engine: llamacpp (or auto), "
+            "or use backend: hf with adapter_path for transformers"
+        )
+    return "llamacpp"
+
+
 def make_embedded_model(
     model_path: str | os.PathLike,
     *,
@@ -133,15 +147,17 @@ def make_embedded_model(
     max_batch_size: int | None = None,
     batch_window_s: float | None = None,
     announce: bool = True,
+    lora_adapter: str | os.PathLike | None = None,
 ) -> ChatModel:
     """The embedded GGUF model on the engine `detect_engine(engine)` picks (printed unless `announce=False`).
 
     The transformers engine runs the GGUF dequantised once (`hf.materialize_gguf`) and keeps the
     GGUF file's stem as its name, so result tables name the same model on either engine; its
-    responses are cached under their own namespace (engine and dtype).
+    responses are cached under their own namespace (engine and dtype). A `lora_adapter` runs on
+    llama.cpp (`engine_for_adapter`).
     """
     threads = n_threads if n_threads is not None else threads_from_env()
-    choice = detect_engine(engine, threads)
+    choice = detect_engine(engine_for_adapter(engine, lora_adapter), threads)
     if announce:
         print(f"{Path(model_path).name}: {choice.describe()}")
     if choice.engine == "llamacpp":
@@ -152,6 +168,7 @@ def make_embedded_model(
             name=name,
             default_max_tokens=default_max_tokens,
             verbose=verbose,
+            lora_adapter=lora_adapter,
         )
     batching: dict[str, Any] = {}
     if max_batch_size is not None:
@@ -183,7 +200,9 @@ class DeferredEmbeddedModel:
         self._model_dir, self._lookup, self._options = model_dir, dict(lookup), dict(options)
         filename = lookup.get("filename", DEFAULT_GGUF_FILE)
         self.name = options.get("name") or Path(filename).stem
-        choice = detect_engine(options.get("engine", "auto"))
+        if options.get("lora_adapter") is not None:
+            self.name = adapted_model_name(self.name, read_lora_adapter(options["lora_adapter"]))
+        choice = detect_engine(engine_for_adapter(options.get("engine", "auto"), options.get("lora_adapter")))
         self.cache_namespace = "embedded" if choice.engine == "llamacpp" else f"transformers-{choice.dtype}"
         self._model: ChatModel | None = None
         self._lock = threading.Lock()

@@ -25,6 +25,7 @@ from supersede_lib.models.chat import (
     ModelConfigError,
     one_line,
 )
+from supersede_lib.models.lora_gguf import adapted_model_name, convert_lora_adapter, read_lora_adapter
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class EmbeddedGGUFModel:
 
     xllamacpp also serves llama.cpp's OpenAI-compatible HTTP API on a random 127.0.0.1 port:
     `serve()` returns that base URL (ending in /v1) for `vf-eval -b` or `OpenAIChatModel`.
+
+    `lora_adapter` (a PEFT folder or a kept adapter record) is converted to a GGUF adapter
+    (`lora_gguf`) and applied by llama.cpp at full strength; the name gains `+<adapter>@<sha>`.
     """
 
     def __init__(
@@ -64,13 +68,18 @@ class EmbeddedGGUFModel:
         name: str | None = None,
         default_max_tokens: int = 512,
         verbose: bool = False,
+        lora_adapter: str | Path | None = None,
     ) -> None:
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.is_file():
             raise ModelConfigError(
                 f"GGUF model file not found: {self.model_path} (set {MODEL_DIR_ENV} or pass a model_path)"
             )
+        # read (and hashed) now: a missing or damaged adapter fails here, and the name carries its hash
+        self.lora_adapter = read_lora_adapter(lora_adapter) if lora_adapter is not None else None
         self.name = name or self.model_path.stem
+        if self.lora_adapter is not None:
+            self.name = adapted_model_name(self.name, self.lora_adapter)
         self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else threads_from_env()
         self.default_max_tokens = default_max_tokens
@@ -104,12 +113,17 @@ class EmbeddedGGUFModel:
                 params.cpuparams_batch.n_threads = self.n_threads
             if not self.verbose:
                 params.verbosity = -1  # llama.cpp logs every request on stderr otherwise
+            adapter_note = ""
+            if self.lora_adapter is not None:
+                converted = convert_lora_adapter(self.lora_adapter, self.model_path)
+                params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(converted), 1.0)]
+                adapter_note = f" and LoRA adapter {converted} (from {self.lora_adapter.source})"
             try:
                 self._server = xllamacpp.Server(params)
             except RuntimeError as error:
                 raise ModelConfigError(
-                    f"xllamacpp could not load {self.model_path} with n_ctx={self.n_ctx} ({one_line(error)}): "
-                    "check that the file is a complete GGUF and that there is enough memory"
+                    f"xllamacpp could not load {self.model_path}{adapter_note} with n_ctx={self.n_ctx} "
+                    f"({one_line(error)}): check that the file is a complete GGUF and that there is enough memory"
                 ) from error
 
     def serve(self) -> str:

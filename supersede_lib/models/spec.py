@@ -52,6 +52,7 @@ _EMBEDDED_KEYS = frozenset(
         "engine",  # auto | llamacpp | transformers (models.engine)
         "max_batch_size",
         "batch_window_s",
+        "lora_adapter",  # a PEFT folder or kept adapter record, applied by llama.cpp (models.lora_gguf)
     }
 )
 
@@ -102,6 +103,25 @@ def check_model_spec(spec: dict[str, Any]) -> None:
         _reject_unknown_keys(options, allowed, backend)
     check_integers(options, INTEGER_KEYS)
     check_numbers(options, NUMBER_BOUNDS)
+    if backend == "embedded":
+        _check_lora_adapter(options)
+
+
+def _check_lora_adapter(options: dict[str, Any]) -> None:
+    """`lora_adapter` is a path and runs on llama.cpp; whether the file is sound is checked when
+    the model is built (reading it means hashing tens of MB)."""
+    if "lora_adapter" not in options:
+        return
+    value = options["lora_adapter"]
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"lora_adapter must be a path (a PEFT folder or a kept adapter .json), got {value!r}"
+        )
+    if options.get("engine") == "transformers":
+        raise ValueError(
+            "lora_adapter runs on the llama.cpp engine, not engine: transformers "
+            "(use backend: hf with adapter_path for transformers)"
+        )
 
 
 def make_chat_model(spec: dict[str, Any] | None = None) -> ChatModel:

@@ -299,11 +299,12 @@ def judge_plans(
     episodes: Sequence[Episode],
     folder: Path,
     progress: bool,
+    engine: str | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Each plan's run over `episodes` in `folder` (finished runs read back), on the engine of the
-    block's test set: recorded replies where its run is recorded, else its weights."""
+    """Each plan's run over `episodes` in `folder` (finished runs read back), on `engine` (default: the
+    engine of the block's test set): recorded replies where its run is recorded, else its weights."""
     block: FastSlowBlock = profile.require("fast_slow")
-    engine = evaluation_set(profile, block.test).engine
+    engine = engine or evaluation_set(profile, block.test).engine
     base_path = resolve_base_model(arm_config(profile))
     folder.mkdir(parents=True, exist_ok=True)
     frames = {}
@@ -505,8 +506,8 @@ def kl_drift(profile: Profile, budgets: Sequence[int], folder: Path) -> pd.DataF
 def suite_drops(
     profile: Profile, plans: Sequence[robustness.TrainedPlan], folder: Path, progress: bool
 ) -> pd.DataFrame:
-    """The combination budget's instruction (alone and with each twin) on 09's perturbation suite, the
-    paired drop per perturbation as 09 computes it, beside 09's own trained rows where it recorded them."""
+    """The combination budget's instruction (alone and with each twin) on 09's perturbation suite and
+    09's engine, the paired drop per perturbation as 09 computes it, beside 09's own rows where recorded."""
     from supersede_lib.agent.memory import DEFAULT_MEMORY
 
     if profile.robustness is None:
@@ -514,7 +515,9 @@ def suite_drops(
         return pd.DataFrame()
     sets = robustness.robustness_sets(profile.robustness)
     pairs = len(sets.unperturbed)
-    frames = judge_plans(profile, plans, sets.episodes(pairs), folder, progress)
+    trained = profile.robustness.trained  # the engine 09 judged the twins with, so the drops pair up
+    engine = trained.engine if trained is not None else None
+    frames = judge_plans(profile, plans, sets.episodes(pairs), folder, progress, engine)
     per_pair, left_out, arms = [], [], []
     for plan in plans:
         if plan.policy.label not in frames:

@@ -27,6 +27,7 @@ from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar, wilson_interval
 from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly
 from supersede_lib.models.chat import ChatModel, release_model
+from supersede_lib.models.gguf import EmbeddedGGUFModel
 from supersede_lib.profiles import (
     EvaluationSet,
     Profile,
@@ -187,14 +188,32 @@ def model_pairs(block: RobustnessBlock, spec: dict[str, Any], available: int) ->
 def _transformers_model(
     profile: Profile, evaluation: EvaluationSet, folder: Path, base_path: str, model: SetModel
 ) -> ChatModel:
-    """The registered engine: transformers with the prompt-prefix cache, loaded as 07 loads adapters."""
+    """The registered engine: transformers with the prompt-prefix cache, loaded as 07 loads adapters
+    (the kept adapter restored into a PEFT folder in the git-ignored cache first)."""
+    if model.adapter is not None:
+        restored = profiles.cache_path(profile).parent / "adapters" / model.label
+        model = SetModel(model.label, restore_adapter(model.adapter, restored))
     prefix = evaluation.model_copy(update={"engine": "prefix_cache"})
     return live_model(profile.require("transfer"), prefix, folder, base_path, model)
 
 
+def _llamacpp_model(
+    profile: Profile, evaluation: EvaluationSet, folder: Path, base_path: str, model: SetModel
+) -> ChatModel:
+    """llama.cpp's Q4 engine on the GGUF the adapters' base was dequantised from, the kept adapter
+    converted to a GGUF LoRA (`models.lora_gguf`): the fastest engine on a CPU without bf16 units; its
+    agreement with the transformers engine is measured by `bench --lora-adapter` (docs/benchmarks.md)."""
+    return EmbeddedGGUFModel(base_path, n_ctx=LLAMACPP_CONTEXT, lora_adapter=model.adapter)
+
+
+LLAMACPP_CONTEXT = 4096  # a bounded-memory call holds one session and the notes: far below this
 # `robustness.trained.engine` -> the factory of a trained policy's live model, called with (profile,
-# the policy's evaluation set, 09's folder, the base model's path, its SetModel: run name and adapter)
-TRAINED_ENGINES: dict[str, Callable[..., ChatModel]] = {"prefix_cache": _transformers_model}
+# the policy's evaluation set, 09's folder, the base model's path, its SetModel: run name and the kept
+# adapter's record, None for the base)
+TRAINED_ENGINES: dict[str, Callable[..., ChatModel]] = {
+    "prefix_cache": _transformers_model,
+    "llamacpp": _llamacpp_model,
+}
 TRAINED_CONDITION = "bounded_memory"  # trained policies learned the notes agent: bounded memory only
 
 
@@ -268,12 +287,8 @@ def trained_model(
         print(f"{plan.policy.label}: skipped (not recorded, and the base model {base_path} is not here)")
         return None
     else:
-        adapter = None
-        if plan.record is not None:
-            restored = profiles.cache_path(profile).parent / "adapters" / trained_run_label(plan.policy.label)
-            adapter = restore_adapter(plan.record, restored)
         build = TRAINED_ENGINES[engine or profile.require("robustness").trained.engine]
-        inner = build(profile, plan.evaluation, folder, base_path, SetModel(plan.run_name, adapter))
+        inner = build(profile, plan.evaluation, folder, base_path, SetModel(plan.run_name, plan.record))
     live = profiles.live_calls_forced()
     cache = profiles.profile_cache(profile)
     return CachedChatModel(

@@ -13,15 +13,29 @@ the trained bytes, and the record says so (`stored_dtype`, `source_sha256` of th
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from supersede_lib.models.adapter_files import (
+    PEFT_CONFIG_FILE,
+    PEFT_WEIGHTS_FILE,
+    read_kept_record,
+    restore_adapter,
+)
+from supersede_lib.models.adapter_files import file_sha256 as _sha256
+
+__all__ = [
+    "KeptAdapter",
+    "PEFT_CONFIG_FILE",
+    "PEFT_WEIGHTS_FILE",
+    "keep_adapter",
+    "read_kept_record",
+    "restore_adapter",
+]
+
 KEPT_DTYPE_NAME = "float16"
-PEFT_CONFIG_FILE = "adapter_config.json"
-PEFT_WEIGHTS_FILE = "adapter_model.safetensors"
 
 
 @dataclass(frozen=True)
@@ -31,10 +45,6 @@ class KeptAdapter:
     weights_path: Path
     record_path: Path
     sha256: str
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def keep_adapter(
@@ -77,36 +87,6 @@ def keep_adapter(
     record_path = destination / f"{name}.json"
     record_path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return KeptAdapter(weights_path=weights_path, record_path=record_path, sha256=sha256)
-
-
-def read_kept_record(record_path: str | Path) -> dict[str, Any]:
-    """A kept adapter's record, checked against the bytes of its weights file."""
-    record_path = Path(record_path)
-    record = json.loads(record_path.read_text())
-    weights_path = record_path.parent / record["weights_file"]
-    if not weights_path.is_file():
-        raise FileNotFoundError(f"{record_path} names {weights_path.name}, which is not beside it")
-    actual = _sha256(weights_path)
-    if actual != record["sha256"]:
-        raise ValueError(
-            f"{weights_path} has SHA-256 {actual[:12]}..., its record {record_path} says "
-            f"{record['sha256'][:12]}...: the kept adapter was changed or damaged"
-        )
-    return record
-
-
-def restore_adapter(record_path: str | Path, folder: str | Path) -> Path:
-    """Write a PEFT adapter folder (config + weights) from a kept adapter; returns the folder."""
-    from safetensors.torch import load_file, save_file
-
-    record_path = Path(record_path)
-    record = read_kept_record(record_path)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    tensors = load_file(str(record_path.parent / record["weights_file"]))
-    save_file(tensors, str(folder / PEFT_WEIGHTS_FILE))
-    (folder / PEFT_CONFIG_FILE).write_text(json.dumps(record["peft_config"], indent=2) + "\n")
-    return folder
 
 
 def _kept_dtype() -> Any:
