@@ -226,6 +226,10 @@ def test_the_study_runs_end_to_end_and_replays_without_the_weights(
     monkeypatch.setattr(fast_slow, "BOOTSTRAP_RESAMPLES", 50)
     with LocalOpenAIServer(responder=FakeModels()) as server:
         _models_on(server, monkeypatch)
+        first = fast_slow.run_fast_slow(profile, budgets=[8], progress=False)  # one budget first
+        assert "GEPA 12: skipped (its GEPA run has not been made" in capsys.readouterr().out
+        assert list(first.rows["model"])[5:] == ["GEPA 8", "GEPA 8 with verdict s11 twin"]
+        assert set(first.labels) == {"GEPA 8"} and list(first.kl["model"]) == ["GEPA 8", "verdict s11 twin"]
         result = fast_slow.run_fast_slow(profile, progress=False)
 
     assert "verdict s12 twin: skipped (its kept adapter" in capsys.readouterr().out
@@ -267,6 +271,7 @@ def test_the_study_runs_end_to_end_and_replays_without_the_weights(
     assert "+lora@" in names["GEPA-8-with-verdict-s11-twin"] and "+lora@" not in names["GEPA-8"]
     config = json.loads((folder / "test" / "GEPA-8.manifest.json").read_text())["config"]
     assert config["notes_system"] == result.instructions["GEPA 8"]
+    _notebook_cells_display(result)
 
     # a fresh clone: no weights, no server, the recorded replies and what a replay copies (no run rows)
     profiles.save_recorded_responses(profile)
@@ -326,4 +331,21 @@ def test_a_replay_skips_notebook_10_until_it_is_recorded_and_the_report_says_so(
     assert (
         "## 10 · Fast and slow" in text and "has a `fast_slow:` block but there is no `10_fast_slow/`" in text
     )
-    assert "10 · Fast and slow" not in report.build_report("offline")  # no block, no folder: no section
+    assert report.OPTIONAL_SECTIONS["10_fast_slow"] == "fast_slow"  # no block, no folder: no section
+
+
+def _notebook_cells_display(result: fast_slow.FastSlowResult) -> None:
+    """Notebook 10's display cells, run on `result` (the study call replaced by it): no cell fails."""
+    import importlib.util
+
+    from supersede_lib.studies import notebook
+
+    path = profiles.REPO_ROOT / "notebooks" / "make_study_notebooks.py"
+    spec = importlib.util.spec_from_file_location("make_study_notebooks", path)
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    cells = [cell.source for cell in generator.fast_slow_notebook().cells if cell.cell_type == "code"]
+    study = next(index for index, source in enumerate(cells) if "run_fast_slow(profile)" in source)
+    names = {name: getattr(notebook, name) for name in generator.DISPLAY_HELPERS} | {"result": result}
+    for source in cells[study:]:
+        exec(source.replace("result = fast_slow.run_fast_slow(profile)", ""), names)  # noqa: S102

@@ -458,14 +458,14 @@ def token_kl(
 
 
 def kl_drift(profile: Profile, budgets: Sequence[int], folder: Path) -> pd.DataFrame:
-    """GEPA's drift (0 by construction: the weights are the base's) and each kept twin's, measured where
-    the base model is here; where it is not, the recorded table is read back (a replay), else skipped."""
+    """GEPA's drift (0 by construction: the weights are the base's) and each kept twin's: its recorded
+    row where the study's table has one (a replay has no weights), else measured where the base model
+    and the twin are here, else skipped and named."""
     block: FastSlowBlock = profile.require("fast_slow")
     path = folder / f"{KL_FILE}"
+    recorded = pd.read_csv(path).set_index("model") if path.exists() else pd.DataFrame()
     base_path = resolve_base_model(arm_config(profile))
     weights_here = not Path(base_path).is_absolute() or Path(base_path).exists()
-    if path.exists() and (not weights_here or not profiles.live_calls_forced()):
-        return pd.read_csv(path)
     rows = [
         {
             "model": gepa_label(budget),
@@ -475,16 +475,19 @@ def kl_drift(profile: Profile, budgets: Sequence[int], folder: Path) -> pd.DataF
         }
         for budget in budgets
     ]
-    prompts = probe_prompts(profile)
+    prompts = None
     for twin in block.twins:
         record = profiles.REPO_ROOT / twin.adapter
+        if twin.label in recorded.index and not (weights_here and profiles.live_calls_forced()):
+            rows.append({"model": twin.label, **recorded.loc[twin.label].to_dict()})
+            continue
         if not record.is_file() or not weights_here:
-            print(
-                f"{twin.label}: drift skipped ({'the base model' if record.is_file() else 'its kept adapter'} is not here)"
-            )
+            missing = "the base model" if record.is_file() else "its kept adapter"
+            print(f"{twin.label}: drift skipped ({missing} is not here)")
             continue
         from supersede_lib.train.kept_adapters import restore_adapter
 
+        prompts = prompts or probe_prompts(profile)
         restored = restore_adapter(
             record, profiles.cache_path(profile).parent / "adapters" / trained_run_label(twin.label)
         )
@@ -764,21 +767,32 @@ def write_fast_slow(result: FastSlowResult) -> FastSlowResult:
     )
 
 
-def run_fast_slow(profile: Profile, *, progress: bool = True) -> FastSlowResult:
-    """Every piece of the study whose inputs are here, in order; the rest named and skipped."""
+def run_fast_slow(
+    profile: Profile, *, budgets: Sequence[int] | None = None, progress: bool = True
+) -> FastSlowResult:
+    """Every piece of the study whose inputs are here, in order; the rest named and skipped. `budgets`
+    limits which GEPA runs are made (or resumed) now; another budget's finished run is read back."""
     block: FastSlowBlock = profile.require("fast_slow")
     directory = profiles.output_dir(profile, NOTEBOOK_FAST_SLOW)
     optimisations = {}
     for budget in block.budgets:
-        optimisations[budget] = run_gepa(profile, budget, progress=progress).as_dict()
+        if budgets is None or budget in budgets:
+            optimisations[budget] = run_gepa(profile, budget, progress=progress).as_dict()
+        elif (done := read_optimisation(gepa_folder(profile, budget))) is not None:
+            optimisations[budget] = done
+        else:
+            print(
+                f"{gepa_label(budget)}: skipped (its GEPA run has not been made; run_fast_slow(budgets=[{budget}]))"
+            )
     instructions = {budget: opt["best_instruction"] for budget, opt in optimisations.items()}
     test = evaluation_set(profile, block.test)
     plans = instruction_plans(profile, instructions, test)
     frames = judge_plans(profile, plans, load_episodes(test.episodes), directory / TEST_FOLDER, progress)
     result = analyse_fast_slow(profile, optimisations, frames)
     result.cost = cost_table(profile, block.budgets)
-    result.kl = kl_drift(profile, block.budgets, directory)
-    suite = [plan for plan in plans if plan.policy.label.startswith(gepa_label(block.combination_budget))]
+    result.kl = kl_drift(profile, list(optimisations), directory)
+    combined = gepa_label(block.combination_budget)
+    suite = [plan for plan in plans if plan.policy.label.split(" with ")[0] == combined]
     result.drops = suite_drops(profile, suite, directory / ROBUSTNESS_FOLDER, progress)
     if len(result.drops):
         result.drops_table = robustness.drops_table(result.drops)
