@@ -37,6 +37,7 @@ from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar, wilson_interval
 from supersede_lib.instruction import Optimisation, optimise_instruction
 from supersede_lib.models.chat import release_model
+from supersede_lib.models.cpu_features import cpu_model_name, read_cpuinfo
 from supersede_lib.profiles import EvaluationSet, FastSlowBlock, Profile, TrainedPolicy, trained_run_label
 from supersede_lib.results.comparison import failed_mask
 from supersede_lib.results.headings import (
@@ -242,7 +243,7 @@ def gepa_cost(optimisation: Optimisation) -> dict[str, Any]:
         "task_completion_tokens": rollouts["completion_tokens"],
         "reflection": reflection,
         "wall_s": optimisation.wall_s,
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model_name(read_cpuinfo()) or platform.processor() or platform.machine(),
     }
 
 
