@@ -1,4 +1,4 @@
-"""Write the study notebooks (01-09) from the cell sources below (committed without outputs).
+"""Write the study notebooks (01-10) from the cell sources below (committed without outputs).
 
     .venv/bin/python notebooks/make_study_notebooks.py
 
@@ -488,6 +488,48 @@ def robustness_notebook() -> nbformat.NotebookNode:
     )
 
 
+def fast_slow_notebook() -> nbformat.NotebookNode:
+    return _notebook(
+        "10 · Fast and slow: an optimised memory instruction (GEPA) against trained weights (GRPO)",
+        "GEPA rewrites the notes instruction of the registered agent (the one text the 0.5B is told when it "
+        "writes its notes) on the selection set, with the metric calls GRPO spent on rollouts (160) and 4x; "
+        "the instruction it chooses is judged once on the registered test set beside the base, the "
+        "format-controlled base and the `verdict` seeds, labelled by the rule fixed before any GEPA call: "
+        "as good as RL, better, or falls short. Then the curve, the instruction beside the original, the "
+        "cost, the drift of each kind of learning from the base, the two combined, and the perturbation suite.",
+        [
+            new_markdown_cell(
+                "## Decided before the runs\n\nThe budgets, the split, the primary comparison and what counts "
+                "as *as good as RL* were committed before the first GEPA call: "
+                "[docs/fast-slow-log.md](../docs/fast-slow-log.md). A piece whose inputs are missing (a twin "
+                "not kept yet) prints one line and is left out."
+            ),
+            new_code_cell(
+                "result = fast_slow.run_fast_slow(profile)\n"
+                "show(result.table, 'The registered test set: GEPA beside the registered rows')\n"
+                "show_values(result.labels, 'The pre-registered label of each GEPA budget')\n"
+                "show_warnings(result)"
+            ),
+            new_code_cell(
+                "show(result.comparisons, 'Paired by episode: exact McNemar, Holm across the seeds')"
+            ),
+            new_code_cell("if 'curve' in result.figures:\n    show_figure(result.figures['curve'])"),
+            new_code_cell(
+                "for label, instruction in result.instructions.items():\n"
+                "    print(f'--- {label} ---\\n{instruction}\\n')"
+            ),
+            new_code_cell(
+                "show(result.cost, 'What each GEPA run cost')\n"
+                "show(result.kl, 'Drift from the base: token-level KL(base || adapter) on the probe set')\n"
+                "if not result.drops.empty:\n"
+                "    show(result.drops_table, 'The perturbation suite: the drop from the unperturbed twin')"
+            ),
+            new_code_cell("print('outputs:', result.output_dir)"),
+        ],
+        study="fast_slow",
+    )
+
+
 NOTEBOOKS = {
     "01_data.ipynb": data_notebook,
     "02_isolation.ipynb": isolation_notebook,
@@ -498,6 +540,7 @@ NOTEBOOKS = {
     "07_transfer_eval.ipynb": transfer_notebook,
     "08_memory_systems.ipynb": memory_systems_notebook,
     "09_robustness.ipynb": robustness_notebook,
+    "10_fast_slow.ipynb": fast_slow_notebook,
 }
 
 

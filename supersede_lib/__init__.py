@@ -7,8 +7,8 @@ servers, embedded llama.cpp, transformers and a response cache); `eval` (the run
 matcher/reward, judge, diagnostics, statistics); `environment` (verifiers), `train` (GRPO on the
 rollout core) and `present` (figures, explorer); `profiles` (a YAML profile: the whole experiment,
 its models and where its files go); `results` (the tables every study writes and compares);
-`studies` (notebooks 01-07), `diagnosis` (`diagnose`'s engine: Table 1
-for any endpoint on one page) and `instruction` (GEPA on the memory instruction); `labelling` (the human labels and their tools); `reproduce` (the
+`instruction` (GEPA on the memory instruction, beside `train`);
+`studies` (notebooks 01-10), `diagnosis` (`diagnose`'s engine: Table 1 for any endpoint on one page); `labelling` (the human labels and their tools); `reproduce` (the
 committed record: run, replay, verify, report); `prereg` (the pre-registered training proof); `bench`
 (speed benchmarks); and at the top what a shell runs: `cli` (`python -m supersede_lib <command>`).
 """
@@ -23,10 +23,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("data",),
     ("models",),
     ("eval",),
-    ("environment", "train", "present"),
+    ("environment", "train", "present", "instruction"),
     ("profiles",),
     ("results",),
-    ("studies", "diagnosis", "instruction"),
+    ("studies", "diagnosis"),
     ("labelling",),
     ("reproduce",),
     ("prereg",),

@@ -332,6 +332,61 @@ class RobustnessBlock(_Block):
         return specs
 
 
+class FastSlowBlock(_Block):
+    """10: the fast-and-slow study of docs/fast-slow-log.md, every choice its pre-registration fixes.
+
+    GEPA optimises the notes instruction for `task_model` with `reflection_model` proposing, one run
+    per `budgets` entry (metric calls), on the `selection` evaluation set of `transfer.evaluations`
+    (its first `validation_n` episodes validate, the rest train, minibatches of `minibatch_size`, GEPA
+    `seed`). The agent is the one arm `arm` trained (07's `set_settings`: its prompt variant, budget
+    and token caps). Each chosen instruction is judged on the `test` set on that set's engine (never
+    shown to GEPA), beside the registered rows: the base, the format-controlled base (`reference`, a
+    set judging the base with its own agent) and the arm's `verdict_seeds`. `twins` are kept adapters
+    (`train.kept_adapters` records) measured for drift (KL on the first `kl_probe_episodes` selection
+    episodes) and combined with the instruction of `combination_budget`."""
+
+    task_model: ModelSpec
+    reflection_model: ModelSpec
+    arm: ArmName
+    budgets: list[Count] = Field(min_length=1)
+    selection: str
+    validation_n: Count = 20
+    minibatch_size: Count = 3
+    seed: Seed = 0
+    test: str
+    reference: str
+    verdict_seeds: list[Seed] = Field(min_length=1)
+    twins: list[TrainedPolicy] = Field(default_factory=list)
+    combination_budget: Count
+    kl_probe_episodes: Count = 20
+    max_instruction_chars: Count = 2000
+
+    @field_validator("budgets")
+    @classmethod
+    def _rising_budgets(cls, budgets: list[int]) -> list[int]:
+        if budgets != sorted(set(budgets)):
+            raise ValueError(f"budgets must rise and differ (got {budgets})")
+        return budgets
+
+    @field_validator("twins")
+    @classmethod
+    def _kept_adapters(cls, twins: list[TrainedPolicy]) -> list[TrainedPolicy]:
+        labels = [trained_run_label(twin.label) for twin in twins]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"labels must differ (got {[twin.label for twin in twins]})")
+        if any(twin.adapter is None for twin in twins):
+            raise ValueError("each twin names its kept adapter record (adapter:)")
+        return twins
+
+    @model_validator(mode="after")
+    def _combination_is_run(self) -> FastSlowBlock:
+        if self.combination_budget not in self.budgets:
+            raise ValueError(
+                f"combination_budget: {self.combination_budget} is not one of budgets {self.budgets}"
+            )
+        return self
+
+
 class ScaleBlock(_Block):
     """04: short vs long history at a fixed budget, and long history at `chars_per_session` per session."""
 
@@ -545,6 +600,7 @@ class Profile(_Block):
     transfer: TransferBlock | None = None
     memory_systems: MemorySystemsBlock | None = None
     robustness: RobustnessBlock | None = None
+    fast_slow: FastSlowBlock | None = None
     _source: str = PrivateAttr(default="<profile>")
 
     @field_validator("name")
@@ -685,6 +741,9 @@ def validate_profile(data: Any, source: str = "<profile>") -> Profile:
     problem = _trained_policy_problem(profile)
     if problem:
         raise ProfileError(f"{source}: robustness.trained.{problem}")
+    problem = _fast_slow_problem(profile)
+    if problem:
+        raise ProfileError(f"{source}: fast_slow.{problem}")
     profile._source = source
     return profile
 
@@ -700,6 +759,32 @@ def _trained_policy_problem(profile: Profile) -> str | None:
         return f"arm: no arm {trained.arm!r} in training.arms (arms: {', '.join(arms) or 'none'})"
     if profile.transfer is None:
         return "arm: needs a transfer: block (the settings and adapter loading its evaluation sets use)"
+    return None
+
+
+def _fast_slow_problem(profile: Profile) -> str | None:
+    """What the fast-and-slow block needs from other blocks: its arm among `training.arms` with the
+    registered seeds, and its sets among `transfer.evaluations` (the selection set large enough to
+    leave a training set beside the validation set)."""
+    block = profile.fast_slow
+    if block is None:
+        return None
+    arms = {arm.name: arm for arm in profile.training.arms or ()} if profile.training else {}
+    if block.arm not in arms:
+        return f"arm: no arm {block.arm!r} in training.arms (arms: {', '.join(arms) or 'none'})"
+    seeds = arms[block.arm].seeds or profile.training.seeds
+    if not set(block.verdict_seeds) <= set(seeds):
+        return f"verdict_seeds: {block.verdict_seeds} are not all seeds of arm {block.arm!r} ({seeds})"
+    sets = {item.name: item for item in profile.transfer.evaluations} if profile.transfer else {}
+    for key in ("selection", "test", "reference"):
+        if getattr(block, key) not in sets:
+            named = ", ".join(sets) or "none; it needs a transfer: block"
+            return f"{key}: no set {getattr(block, key)!r} in transfer.evaluations (sets: {named})"
+    size = sets[block.selection].episodes.n
+    if size is not None and size <= block.validation_n:
+        return f"validation_n: {block.validation_n} leaves no training episode of the {size} in {block.selection!r}"
+    if sets[block.test].engine not in TRAINED_ENGINES:
+        return f"test: set {block.test!r} runs on {sets[block.test].engine!r}; judge it on one of {TRAINED_ENGINES}"
     return None
 
 

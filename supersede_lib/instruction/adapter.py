@@ -124,12 +124,15 @@ class NotesInstructionAdapter:
         self.tally = tally if tally is not None else RolloutTally()
 
     def run_rows(self, batch: Sequence[Episode], instruction: str) -> list[dict[str, Any] | None]:
-        """The runner's row for each episode of `batch` (in order) under `instruction`."""
+        """The runner's row for each episode of `batch` (in order) under `instruction`. An episode may
+        come twice (GEPA's epoch sampler pads the last minibatch of an epoch with the least drawn ids,
+        e.g. 80 training episodes in batches of 3): it runs once and its row fills each place."""
         settings = self.settings.with_changes(notes_system=instruction)
         ids = json.dumps([episode.episode_id for episode in batch])
         run_name = f"candidate-{text_digest(instruction)}__batch-{text_digest(ids)}"
+        unique = list({episode.episode_id: episode for episode in batch}.values())
         result = run_condition(
-            list(batch),
+            unique,
             CONDITION,
             self.model,
             settings,
@@ -139,7 +142,7 @@ class NotesInstructionAdapter:
         )
         by_id = {row["episode_id"]: row for row in result.frame.to_dict("records")}
         rows = [by_id.get(episode.episode_id) for episode in batch]
-        self.tally.add([row for row in rows if row is not None])
+        self.tally.add([by_id[episode.episode_id] for episode in unique if episode.episode_id in by_id])
         return rows
 
     def evaluate(

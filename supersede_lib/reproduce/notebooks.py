@@ -44,6 +44,7 @@ NOTEBOOK_BLOCKS = {
     "07": ("transfer",),
     "08": ("memory_systems",),
     "09": ("robustness",),
+    "10": ("fast_slow",),
 }
 MODES_HELP = """modes:
   (default)  a profile with a committed record (outputs/<profile>/ in git) is REPLAYED: recorded

@@ -29,6 +29,7 @@ from supersede_lib.labelling.validation import judge_results
 from supersede_lib.results.headings import (
     NOTEBOOK_DATA,
     NOTEBOOK_ENVIRONMENT,
+    NOTEBOOK_FAST_SLOW,
     NOTEBOOK_FRONTIER,
     NOTEBOOK_ISOLATION,
     NOTEBOOK_MEMORY_SYSTEMS,
@@ -52,10 +53,18 @@ STUDY_SECTIONS = (
         "08 · Memory systems: every memory policy on the same questions, budget and grader",
     ),
     (NOTEBOOK_ROBUSTNESS, "09 · Robustness: perturbations that keep the answer determined"),
+    (
+        NOTEBOOK_FAST_SLOW,
+        "10 · Fast and slow: an optimised instruction (GEPA) against trained weights (GRPO)",
+    ),
 )
 # Studies beyond the paper's: a section only where the profile has the block or its folder exists,
 # so a profile that never asks for one reads as before; with the block and no folder: not recorded yet
-OPTIONAL_SECTIONS = {NOTEBOOK_MEMORY_SYSTEMS: "memory_systems", NOTEBOOK_ROBUSTNESS: "robustness"}
+OPTIONAL_SECTIONS = {
+    NOTEBOOK_MEMORY_SYSTEMS: "memory_systems",
+    NOTEBOOK_ROBUSTNESS: "robustness",
+    NOTEBOOK_FAST_SLOW: "fast_slow",
+}
 REPORT_FILE = "REPORT.md"
 
 

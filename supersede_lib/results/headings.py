@@ -20,6 +20,7 @@ NOTEBOOK_TRAINING = "06_grpo_training"
 NOTEBOOK_TRANSFER = "07_transfer_eval"
 NOTEBOOK_MEMORY_SYSTEMS = "08_memory_systems"
 NOTEBOOK_ROBUSTNESS = "09_robustness"
+NOTEBOOK_FAST_SLOW = "10_fast_slow"
 
 MATCHER = "programmatic matcher"  # the grader named when no LLM judge is set
 

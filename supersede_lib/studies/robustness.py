@@ -269,11 +269,13 @@ def recorded_with_adapter(record: Path | None, model_name: str) -> bool:
     return record is None or f"@{read_kept_record(record)['sha256'][:12]}" in model_name
 
 
-def trained_model(profile: Profile, plan: TrainedPlan, base_path: str, folder: Path) -> ChatModel | None:
+def trained_model(
+    profile: Profile, plan: TrainedPlan, base_path: str, folder: Path, engine: str | None = None
+) -> ChatModel | None:
     """A trained policy in the profile's response cache: its recorded replies where its run is recorded
     (a fresh clone replays the record without the weights), else its weights on the block's engine
     (the adapter restored from its kept record into the git-ignored cache folder). None, said, when
-    neither is here."""
+    neither is here. `engine` (a name of `TRAINED_ENGINES`) replaces the trained block's."""
     weights_here = not Path(base_path).is_absolute() or Path(base_path).exists()
     recorded = recorded_model(folder, plan.run_name)
     if recorded is not None and not recorded_with_adapter(plan.record, recorded[0]):
@@ -285,8 +287,8 @@ def trained_model(profile: Profile, plan: TrainedPlan, base_path: str, folder: P
         print(f"{plan.policy.label}: skipped (not recorded, and the base model {base_path} is not here)")
         return None
     else:
-        engine = TRAINED_ENGINES[profile.require("robustness").trained.engine]
-        inner = engine(profile, plan.evaluation, folder, base_path, SetModel(plan.run_name, plan.record))
+        build = TRAINED_ENGINES[engine or profile.require("robustness").trained.engine]
+        inner = build(profile, plan.evaluation, folder, base_path, SetModel(plan.run_name, plan.record))
     live = profiles.live_calls_forced()
     cache = profiles.profile_cache(profile)
     return CachedChatModel(
