@@ -274,7 +274,8 @@ class RobustnessBlock(_Block):
     `perturbations` lists names or mappings of a name and its parameters (`{name: k_facts, k: 2}`);
     `models` defaults to the profile's model (`[]`: none, only `trained`); `pairs_per_model` asks a
     model only the first n base episodes (and their twins), by its `name`; `memory_policies` are the
-    bounded-memory agents to compare (`agent.memory.MEMORY_POLICIES`; the notes agent by default);
+    bounded-memory agents to compare (`agent.memory.MEMORY_POLICIES`; the notes agent by default), on
+    the models `memory_policy_models` names (default: every model; the others run the notes agent alone);
     `trained` adds trained policies run with their training's agent (`TrainedBlock`).
     """
 
@@ -287,6 +288,7 @@ class RobustnessBlock(_Block):
     notes_budget_chars: Budget = BLOCK_BUDGET
     pairs_per_model: dict[str, Count] = Field(default_factory=dict)
     memory_policies: list[MemoryPolicyName] = Field(default=[DEFAULT_MEMORY], min_length=1)
+    memory_policy_models: list[str] | None = None  # the models (by name) the other policies run on; None: all
     trained: TrainedBlock | None = None
 
     @field_validator("memory_policies")
@@ -305,6 +307,9 @@ class RobustnessBlock(_Block):
         labels = [label for label, _ in self.perturbed_specs()]
         if len(set(labels)) != len(labels):
             raise ValueError(f"perturbations must differ (got {labels})")
+        for name in self.memory_policy_models or ():
+            if name not in [spec.get("name") for spec in self.models or ()]:
+                raise ValueError(f"memory_policy_models: {name!r} names no model of models:")
         for name, pairs in self.pairs_per_model.items():
             if name not in [spec.get("name") for spec in self.models or ()]:
                 raise ValueError(f"pairs_per_model: {name!r} names no model of models:")
@@ -313,6 +318,10 @@ class RobustnessBlock(_Block):
                     f"pairs_per_model: {name}: {pairs} pairs, but episodes: has n={self.episodes.n}"
                 )
         return self
+
+    def runs_memory_policies(self, model_name: str | None) -> bool:
+        """Whether the model named runs every memory policy (else the notes agent alone)."""
+        return self.memory_policy_models is None or model_name in self.memory_policy_models
 
     def perturbed_specs(self) -> list[tuple[str, EpisodeSpec]]:
         """(label, episodes) per perturbation: `k_facts-2`, `someone_else`, ...; the base block with

@@ -138,6 +138,7 @@ def _smoke_with(**robustness: object) -> dict:
         ({"perturbations": ["reverted", "reverted"]}, "perturbations must differ"),
         ({"memory_policies": ["no_such_policy"]}, "unknown memory polic"),
         ({"pairs_per_model": {"no-such-model": 1}}, "names no model of models"),
+        ({"memory_policy_models": ["no-such-model"]}, "memory_policy_models: 'no-such-model' names no model"),
         ({"pairs_per_model": {"fake-heuristic-server-b": 99}}, "but episodes: has n=3"),
         ({"episodes": {"source": "synthetic", "n": 2, "perturbation": "reverted"}}, "without perturbation"),
     ],
@@ -205,3 +206,21 @@ def test_diagnose_suite_robustness_refuses_longmemeval(capsys) -> None:
     arguments = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--suite", "robustness"]
     assert diagnose.main([*arguments, "--data", "longmemeval", "--estimate-only"]) == 2
     assert "--suite robustness perturbs synthetic episodes" in capsys.readouterr().err
+
+
+def test_memory_policies_run_on_the_models_named_and_the_notes_agent_on_the_others() -> None:
+    offline = profiles.load_profile("offline").robustness
+    chosen = {spec["name"]: robustness_study.arms(offline, spec["name"]) for spec in offline.models}
+    with_policies = [name for name, arms in chosen.items() if len(arms) > 2]
+    assert with_policies == offline.memory_policy_models == ["Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"]
+    assert chosen[with_policies[0]] == [
+        ("full_context", ""),
+        ("bounded_memory", "notes"),
+        ("bounded_memory", "append_truncate"),
+        ("bounded_memory", "mem0"),
+    ]
+    for name, arms in chosen.items():
+        if name not in with_policies:
+            assert arms == [("full_context", ""), ("bounded_memory", "notes")]
+    every = offline.model_copy(update={"memory_policy_models": None})
+    assert all(len(robustness_study.arms(every, name)) == 4 for name in chosen)

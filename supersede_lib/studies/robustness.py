@@ -164,11 +164,15 @@ def robustness_sets(block: RobustnessBlock) -> RobustnessSets:
     return RobustnessSets(unperturbed, twins)
 
 
-def arms(block: RobustnessBlock) -> list[tuple[str, str]]:
-    """(condition, memory policy) pairs to run: full context once, bounded memory once per policy."""
+def arms(block: RobustnessBlock, model_name: str | None = None) -> list[tuple[str, str]]:
+    """(condition, memory policy) pairs to run for one model: full context once, bounded memory once
+    per policy (the notes agent alone for a model `memory_policy_models` leaves out)."""
     chosen = []
     for condition in block.conditions:
         policies = block.memory_policies if condition == "bounded_memory" else [""]
+        if condition == "bounded_memory" and not block.runs_memory_policies(model_name):
+            notes_agents = [policy for policy in policies if not memory_policy_changes(policy)]
+            policies = notes_agents or [DEFAULT_MEMORY]
         chosen += [(condition, policy) for policy in policies]
     return chosen
 
@@ -333,17 +337,20 @@ def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[Ar
     judge = judge_for(profile)
     settings = profile.run_settings(notes_budget_chars=block.notes_budget_chars)
     specs = [profile.model] if block.models is None else block.models
-    chosen = arms(block)
     config = trained_config(profile) if block.trained else None
     plans = trained_plans(profile, config) if config else []
-    total = sum(len(sets.episodes(model_pairs(block, spec, len(sets.unperturbed)))) for spec in specs)
-    total = total * len(chosen) + len(plans) * len(sets.episodes(len(sets.unperturbed)))
+    total = sum(
+        len(sets.episodes(model_pairs(block, spec, len(sets.unperturbed))))
+        * len(arms(block, spec.get("name")))
+        for spec in specs
+    )
+    total += len(plans) * len(sets.episodes(len(sets.unperturbed)))
     runs = []
     with study_progress(profile, NOTEBOOK_ROBUSTNESS, total, progress) as bar:
         for spec in specs:
             model = profiles.model_for(spec, profile)
             pairs = model_pairs(block, spec, len(sets.unperturbed))
-            for condition, policy in chosen:
+            for condition, policy in arms(block, spec.get("name")):
                 arm_settings = settings.with_changes(**memory_policy_changes(policy))
                 name = default_run_name(condition, model.name, settings.notes_budget_chars, None)
                 if memory_policy_changes(policy):
