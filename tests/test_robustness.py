@@ -224,3 +224,10 @@ def test_memory_policies_run_on_the_models_named_and_the_notes_agent_on_the_othe
             assert arms == [("full_context", ""), ("bounded_memory", "notes")]
     every = offline.model_copy(update={"memory_policy_models": None})
     assert all(len(robustness_study.arms(every, name)) == 4 for name in chosen)
+
+
+def test_an_empty_study_folder_left_by_a_stopped_run_is_no_record(tmp_path: Path) -> None:
+    # a live run stopped before its first file leaves an empty folder
+    (tmp_path / "offline" / NOTEBOOK_ROBUSTNESS).mkdir(parents=True)
+    text = report.build_report("offline", tmp_path)
+    assert "_Not recorded yet: `configs/offline.yaml` has a `robustness:`" in text

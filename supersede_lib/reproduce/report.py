@@ -292,6 +292,12 @@ def not_recorded_section(profile_name: str, name: str, title: str, block: str) -
     )
 
 
+def _holds_files(folder: Path) -> bool:
+    """Whether a study folder holds anything: a run stopped before its first file leaves an empty one,
+    which is no record (a fresh clone would not even have the folder)."""
+    return folder.is_dir() and any(folder.iterdir())
+
+
 def build_report(profile_name: str, output_root: Path | None = None) -> str:
     """The REPORT.md text for a profile, from the files under outputs/<profile>/."""
     profile = profiles.load_profile(profile_name)
@@ -322,7 +328,7 @@ def build_report(profile_name: str, output_root: Path | None = None) -> str:
     lines.append(instrument_section(Path(output_root or profiles.OUTPUT_ROOT)))
     for name, title in (*STUDY_SECTIONS, *((name, name) for name in extra)):
         block = OPTIONAL_SECTIONS.get(name)
-        if block is not None and not (root / name).exists():
+        if block is not None and not _holds_files(root / name):
             if getattr(profile, block) is not None:
                 lines.append(not_recorded_section(profile_name, name, title, block))
             continue
