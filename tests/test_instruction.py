@@ -254,6 +254,15 @@ def _cli_args(server: LocalOpenAIServer, out: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _restore_output_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command points `profiles.OUTPUT_ROOT` at its --out folder for its process; in this test process
+    it must not leak into the tests that run after (they read the committed outputs)."""
+    from supersede_lib import profiles
+
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", profiles.OUTPUT_ROOT)
+
+
 def test_cli_optimises_and_reports_before_and_after(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """`optimise-instruction` end to end: GEPA on the selection set, then REPORT.md and report.json
     with both instructions in full, accuracy before and after with Wilson intervals, exact McNemar and
