@@ -199,3 +199,26 @@ def test_the_engine_environment_variable_decides_what_auto_means(monkeypatch) ->
     monkeypatch.setenv(engine.ENGINE_ENV, "llamacpp")
     assert engine.detect_engine("auto").engine == "llamacpp"
     assert engine.detect_engine("transformers").engine == "transformers"  # a spec's own choice wins
+
+
+def test_an_adapter_is_merged_into_the_batched_engines_weights_and_named(
+    tiny_path: Path, tmp_path: Path
+) -> None:
+    """A trained policy judged on the batched engine: the weights are the merged ones HFChatModel uses,
+    and the adapter's hash is in the name, so its replies never share the base's cache entries."""
+    from conftest import save_random_lora
+
+    from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
+
+    adapter = save_random_lora(tiny_path, tmp_path / "adapter", ["q_proj", "v_proj"])
+    batched = BatchedHFChatModel(tiny_path, dtype="float32", adapter_path=adapter)
+    batched.load()
+    merged = HFChatModel(str(tiny_path), adapter_path=str(adapter), device="cpu", merge_adapter=True)
+    base = BatchedHFChatModel(tiny_path, dtype="float32")
+    base.load()
+    merged_weights, batched_weights = merged.model.state_dict(), batched.model.state_dict()
+    assert set(batched_weights) == set(merged_weights)
+    assert all(torch.equal(batched_weights[key], merged_weights[key]) for key in merged_weights)
+    assert any(not torch.equal(batched_weights[key], base.model.state_dict()[key]) for key in batched_weights)
+    assert batched.name.endswith(f"+adapter@{adapter_file_fingerprint(adapter)[:12]}")
+    assert base.name != batched.name

@@ -621,7 +621,7 @@ def test_fast_inference_is_rejected_with_the_reason() -> None:
         TrainingConfig.preset("paper", fast_inference=True)
 
 
-def _quantized_policy(config: TrainingConfig, seed: int = 0):
+def _quantized_policy(config: TrainingConfig, seed: int = 0, run_dir: Path | None = None):
     """Stands in for Unsloth's loader: an already LoRA-patched model that says it is loaded in 4 bit."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -718,8 +718,8 @@ def test_a_finished_run_releases_its_model(
     loaded: list[weakref.ref] = []
     load_policy = training_run.load_policy
 
-    def remembered(config: TrainingConfig, seed: int = 0):
-        model, tokenizer, peft_config = load_policy(config, seed)
+    def remembered(config: TrainingConfig, seed: int = 0, run_dir: Path | None = None):
+        model, tokenizer, peft_config = load_policy(config, seed, run_dir)
         loaded.append(weakref.ref(model))
         return model, tokenizer, peft_config
 

@@ -52,6 +52,7 @@ from supersede_lib.train.config import (  # noqa: E402
     TrainingConfig,
     tiny_smoke_config,
 )
+from supersede_lib.train.precision import PRECISION_FILE
 from supersede_lib.train.processes import leave_process_group, wait_for_everyone  # noqa: E402
 from supersede_lib.train.run import build_trainer, resolve_base_model, run_dir_for  # noqa: E402
 
@@ -301,7 +302,16 @@ def test_the_command_line_trains_data_parallel_and_06_reads_the_run_back(
 
     run_dir = outputs / "smoke" / "06_grpo_training" / "runs" / "fixed" / "seed-0"
     assert sorted(path.name for path in run_dir.iterdir()) == sorted(
-        ["README.md", "checkpoint-1", "checkpoint-2", CONFIG_FILE, METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE]
+        [
+            "README.md",
+            "checkpoint-1",
+            "checkpoint-2",
+            CONFIG_FILE,
+            METRICS_FILE,
+            PRECISION_FILE,
+            ROLLOUTS_FILE,
+            SUMMARY_FILE,
+        ]
     )
     summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     assert (summary["final_step"], summary["processes"]) == (2, 2)

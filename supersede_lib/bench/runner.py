@@ -25,6 +25,11 @@
    `--skip-train-prefix`): one accumulation window of a real cpu_proof step through TRL's loss and
    through the shared-prefix loss, seconds and gradient distance; writes
    outputs/bench/train_prefix.md and train_prefix.json.
+6. One registered GRPO step, float32 on one thread against the path this CPU chooses
+   (`supersede_lib.bench.training`; `--skip-training`, `--training-only`): seconds a step and where
+   they go, and the chosen path's gradient distance from float32; writes outputs/bench/training.md
+   and training.json. Targets (on a CPU with AMX: a 20-step run in <= 30 min on 2 cores; AVX2 only:
+   >= 2x the float32 step) are read against it and `--training-runs`.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from supersede_lib.bench.children import die_with_parent
 from supersede_lib.bench.engines import engines_bench, engines_table, find_local_model
 from supersede_lib.bench.prefix import prefix_cache_bench, prefix_cache_table
 from supersede_lib.bench.train_prefix import train_prefix_bench, train_prefix_table
+from supersede_lib.bench.training import training_bench, training_runs_table, training_table
 from supersede_lib.data.synthetic import generate_episodes
 from supersede_lib.eval.provenance import git_state
 from supersede_lib.eval.run_files import package_versions
@@ -329,7 +335,7 @@ def write_engine_results(result: dict[str, Any], output_dir: Path) -> str:
     return table
 
 
-def _write_part(output_dir: Path, name: str, measured: dict[str, Any], table: str) -> dict[str, Any]:
+def write_part(output_dir: Path, name: str, measured: dict[str, Any], table: str) -> dict[str, Any]:
     """Write one benchmark's `<name>.json` and `<name>.md` (its table), print the table."""
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / f"{name}.json").write_text(json.dumps(measured, indent=2) + "\n")
@@ -380,12 +386,23 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
         print(f"\nwrote {args.output_dir / 'engines.json'}")
     if not args.skip_prefix:
         prefix = prefix_cache_bench(n_calls=4 if args.quick else args.prefix_calls, threads=args.threads)
-        result["prefix_cache"] = _write_part(
+        result["prefix_cache"] = write_part(
             args.output_dir, "prefix_cache", prefix, prefix_cache_table(prefix)
         )
     if not args.skip_train_prefix:
         training = train_prefix_bench(threads=args.threads)
-        result["train_prefix"] = _write_part(
+        result["train_prefix"] = write_part(
             args.output_dir, "train_prefix", training, train_prefix_table(training)
         )
+    if not args.skip_training and not args.engines_only:
+        result["training"] = run_training_bench(args)
     return result
+
+
+def run_training_bench(args: argparse.Namespace) -> dict[str, Any]:
+    """One registered step, float32 on 1 thread vs the chosen path, and the runs named by `--training-runs`."""
+    measured = training_bench(chosen_threads=args.training_threads)
+    if "skipped" not in measured:
+        measured["runs"] = training_runs_table(args.training_runs)
+        measured["git"] = git_state()
+    return write_part(args.output_dir, "training", measured, training_table(measured))

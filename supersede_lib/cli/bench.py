@@ -3,6 +3,8 @@
 Concurrency against a local fake server, the harness's overhead with an embedded model, llama.cpp
 and batched transformers side by side, the prompt-prefix cache and the shared-prefix training loss
 (`bench.runner` says what each measures and its target). Results under --output-dir.
+`--training-only` times one registered GRPO step in float32 against the chosen path (`bench.training`);
+`--judge-adapter` judges a kept adapter on a registered set with this CPU's engine (`bench.judging`);
 `--lora-adapter` instead checks a trained adapter on llama.cpp against transformers (`bench.adapters`).
 """
 
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from supersede_lib.bench.adapters import DEFAULT_LORA_BASE, adapter_agreement, agreement_report
 from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, find_local_model
-from supersede_lib.bench.runner import DEFAULT_OUTPUT_DIR, run_benchmarks
+from supersede_lib.bench.judging import judging_bench, judging_table
+from supersede_lib.bench.runner import DEFAULT_OUTPUT_DIR, run_benchmarks, run_training_bench, write_part
 from supersede_lib.models.gguf import threads_from_env
 
 
@@ -51,6 +54,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--prefix-calls", type=int, default=16, help="calls of the prefix cache comparison")
     parser.add_argument(
         "--skip-train-prefix", action="store_true", help="skip the shared-prefix training loss comparison"
+    )
+    training = parser.add_argument_group("one registered GRPO step: float32 on 1 thread vs the chosen path")
+    training.add_argument("--skip-training", action="store_true", help="skip the training step comparison")
+    training.add_argument("--training-only", action="store_true", help="run only the training comparison")
+    training.add_argument(
+        "--training-threads", type=int, default=None, help="threads of the chosen path (default: every core)"
+    )
+    training.add_argument(
+        "--training-runs",
+        type=Path,
+        nargs="*",
+        default=[],
+        metavar="RUN_DIR",
+        help="finished run folders whose 20-step timings go beside the table (their run_summary.json)",
+    )
+    judging = parser.add_argument_group("a kept adapter judged on a registered set with this CPU's engine")
+    judging.add_argument(
+        "--judge-adapter", type=Path, default=None, help="kept adapter record .json: run only this check"
+    )
+    judging.add_argument(
+        "--judge-recorded",
+        default="verdict__seed-11__step-20",
+        help="the committed judgement to compare with (default: verdict__seed-11__step-20)",
+    )
+    judging.add_argument("--judge-profile", default="cpu_proof_prereg", help="profile of the set")
+    judging.add_argument("--judge-set", default="test", help="evaluation set name (default: test)")
+    judging.add_argument("--judge-limit", type=int, default=None, help="judge only the first N episodes")
+    judging.add_argument(
+        "--judge-batch",
+        type=int,
+        default=1,
+        help="1: the set's own engine; N > 1: batched transformers with N episodes in flight",
     )
     adapters = parser.add_argument_group("a trained LoRA adapter on llama.cpp vs transformers")
     adapters.add_argument(
@@ -90,6 +125,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.lora_adapter is not None:
         run_adapter_agreement(args)
+        return 0
+    if args.judge_adapter is not None:
+        result = judging_bench(
+            args.judge_adapter,
+            args.judge_recorded,
+            profile_name=args.judge_profile,
+            set_name=args.judge_set,
+            threads=args.threads,
+            limit=args.judge_limit,
+            batch=args.judge_batch,
+        )
+        name = f"judging-{args.judge_adapter.stem}-{args.judge_set}"
+        write_part(args.output_dir, name, result, judging_table(result))
+        return 0
+    if args.training_only:
+        run_training_bench(args)
         return 0
     run_benchmarks(args)
     return 0

@@ -30,7 +30,12 @@ from supersede_lib.models.chat import (
     ModelConfigError,
     one_line,
 )
-from supersede_lib.models.hf import load_model_and_tokenizer, split_gguf_path
+from supersede_lib.models.hf import (
+    adapter_file_fingerprint,
+    load_model_and_tokenizer,
+    split_gguf_path,
+    with_adapter,
+)
 
 DEFAULT_MAX_BATCH_SIZE = 8
 DEFAULT_BATCH_WINDOW_S = 0.05  # callers resubmit within milliseconds of their previous reply
@@ -81,7 +86,10 @@ class BatchedHFChatModel:
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         batch_window_s: float = DEFAULT_BATCH_WINDOW_S,
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        adapter_path: str | os.PathLike | None = None,
     ) -> None:
+        """`adapter_path`: a PEFT adapter folder merged into the weights at load (a trained policy judged
+        at this engine's speed); its hash joins the name, so its replies never mix with the base's."""
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be at least 1, got {max_batch_size}")
         self.model_name_or_path = str(model_name_or_path)
@@ -97,7 +105,11 @@ class BatchedHFChatModel:
         source, gguf = split_gguf_path(model_name_or_path, gguf_file)
         if gguf is not None and not (Path(source) / gguf).is_file():
             raise ModelConfigError(f"GGUF model file not found: {Path(source) / gguf}")
-        self.name = name or (Path(gguf).stem if gguf else Path(source).name)
+        self.adapter_path = str(adapter_path) if adapter_path is not None else None
+        base_name = Path(gguf).stem if gguf else Path(source).name
+        if self.adapter_path is not None:
+            base_name += f"+{Path(self.adapter_path).name}@{adapter_file_fingerprint(self.adapter_path)[:12]}"
+        self.name = name or base_name
         dtype_label = dtype if isinstance(dtype, str) else str(dtype or "auto").replace("torch.", "")
         self.cache_namespace = f"transformers-{dtype_label}"
         self.generate_calls = 0
@@ -126,6 +138,8 @@ class BatchedHFChatModel:
             model, tokenizer = load_model_and_tokenizer(
                 self.model_name_or_path, self.gguf_file, self.device, _dtype(self.dtype, self.device)
             )
+            if self.adapter_path is not None:
+                model = with_adapter(model, self.adapter_path, self.device).merge_and_unload()
             model.eval()
             if self.n_ctx is None:
                 self.n_ctx = int(getattr(model.config, "max_position_embeddings", 0) or 32768)

@@ -209,6 +209,22 @@ def weights_fingerprint(model: Any) -> str:
     return digest.hexdigest()
 
 
+def with_adapter(model: Any, adapter_path: str | os.PathLike, device: str) -> Any:
+    """`model` with the PEFT adapter folder `adapter_path` attached, its weights in the base's dtype.
+
+    PEFT loads the adapter in fp32 beside a bf16 base; every adapted layer would then cast its
+    activations to fp32 (measured ~2x slower on a CPU). Training sampled under bf16 autocast, i.e.
+    with bf16 adapter weights: the same arithmetic as casting them once here.
+    """
+    from peft import PeftModel
+
+    if not Path(adapter_path).is_dir():
+        raise FileNotFoundError(f"adapter_path is not a directory: {adapter_path}")
+    model = PeftModel.from_pretrained(model, str(adapter_path)).to(device)
+    base_dtype = next(p.dtype for n, p in model.named_parameters() if "lora_" not in n)
+    return model.to(base_dtype)
+
+
 def adapter_file_fingerprint(adapter_path: str | os.PathLike) -> str:
     """SHA-256 of an adapter directory's weight file."""
     folder = Path(adapter_path)
@@ -321,16 +337,7 @@ class HFChatModel:
         self.max_new_tokens_default = max_new_tokens_default
         model, tokenizer = load_model_and_tokenizer(model_name_or_path, gguf_file, self.device, dtype)
         if self.adapter_path is not None:
-            from peft import PeftModel
-
-            if not Path(self.adapter_path).is_dir():
-                raise FileNotFoundError(f"adapter_path is not a directory: {self.adapter_path}")
-            model = PeftModel.from_pretrained(model, self.adapter_path).to(self.device)
-            # PEFT loads the adapter in fp32 beside a bf16 base; every adapted layer would then cast its
-            # activations to fp32 (measured ~2x slower on a CPU). Training sampled under bf16 autocast,
-            # i.e. with bf16 adapter weights: the same arithmetic as casting them once here.
-            base_dtype = next(p.dtype for n, p in model.named_parameters() if "lora_" not in n)
-            model = model.to(base_dtype)
+            model = with_adapter(model, self.adapter_path, self.device)
         self._base_fingerprint: str | None = None
         if self.adapter_path is not None and merge_adapter:
             self._base_fingerprint = weights_fingerprint(model)

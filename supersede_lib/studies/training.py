@@ -43,6 +43,7 @@ from supersede_lib.train.config import (
     TrainingConfig,
 )
 from supersede_lib.train.kept_adapters import PEFT_WEIGHTS_FILE, keep_adapter
+from supersede_lib.train.precision import check_recorded_precision
 from supersede_lib.train.run import (
     TrainingResult,
     config_changes,
@@ -390,6 +391,19 @@ def recorded_run(
     return TrainedRun(curriculum, seed, config, result, recorded=True, arm=arm)
 
 
+def check_committed_precision(
+    profile: Profile, config: TrainingConfig, seed: int, arm: str | None = None, directory: Path | None = None
+) -> None:
+    """Before training a run anew: where its run is committed beside study 06, refuse to train it in
+    another base dtype than the recorded one (`train.precision.check_recorded_precision`)."""
+    directory = directory or profiles.OUTPUT_ROOT / profile.name / NOTEBOOK_TRAINING
+    label = f"{arm}__seed-{seed}" if arm is not None else run_label(config.curriculum, seed, config.reward)
+    summary = directory / f"{label}.{SUMMARY_FILE}"
+    if summary.exists():
+        device = str(json.loads(summary.read_text()).get("device", ""))
+        check_recorded_precision(summary, config.cpu_dtype, device)
+
+
 def train_arm_seed(profile: Profile, arm_name: str, seed: int) -> TrainedRun:
     """Train (or resume) one run of a named arm, whatever the block's seeds: a pre-registered proof
     trains its runs one at a time, in its registered order (`studies.preregistered`)."""
@@ -397,6 +411,8 @@ def train_arm_seed(profile: Profile, arm_name: str, seed: int) -> TrainedRun:
     if arm_name not in arms:
         raise ProfileError(f"{profile.source}: no training arm named {arm_name!r} (arms: {', '.join(arms)})")
     arm = arms[arm_name]
+    if not (run_dir_for(arm.config, seed) / CONFIG_FILE).exists():
+        check_committed_precision(profile, arm.config, seed, arm.name)
     return TrainedRun(arm.curriculum, seed, arm.config, train(arm.config, seed), arm=arm.name)
 
 
@@ -425,6 +441,8 @@ def train_runs(
                 print(f"{recorded.label}: read back from the committed run files (no adapters here)")
                 runs.append(recorded)
             else:
+                if not started:
+                    check_committed_precision(profile, arm.config, seed, arm.name)
                 trained = train(arm.config, seed)
                 runs.append(TrainedRun(arm.curriculum, seed, arm.config, trained, arm=arm.name))
     return runs

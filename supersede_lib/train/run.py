@@ -33,7 +33,6 @@ from supersede_lib.models.hf import (
     base_model_file_fingerprint,
     contiguous_lm_head_input,
     dtype_label,
-    fast_dtype,
     load_model_and_tokenizer,
     materialize_gguf,
     prepare_chat_tokenizer,
@@ -51,6 +50,7 @@ from supersede_lib.train.config import (
     TrainingConfig,
 )
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource
+from supersede_lib.train.precision import resolve_cpu_dtype, write_precision
 from supersede_lib.train.processes import (
     is_main_process,
     join_process_group,
@@ -100,13 +100,13 @@ def uses_unsloth(config: TrainingConfig) -> bool:
     return torch.cuda.is_available() if config.use_unsloth is None else config.use_unsloth
 
 
-def cpu_base_dtype(config: TrainingConfig) -> Any:
-    """The dtype of the base weights on a CPU: `cpu_dtype`, or for "auto" bf16 where the CPU computes it natively."""
+def cpu_base_dtype(config: TrainingConfig, run_dir: Path | None = None) -> Any:
+    """The dtype of the base weights on a CPU (`train.precision.resolve_cpu_dtype`): `cpu_dtype`, else
+    the dtype `run_dir` started with, else what "auto" means on this machine."""
     import torch
 
-    if config.cpu_dtype == "auto":
-        return fast_dtype("cpu")
-    return getattr(torch, config.cpu_dtype)
+    label, _ = resolve_cpu_dtype(config.cpu_dtype, run_dir)
+    return getattr(torch, label)
 
 
 def mixed_precision(cpu_dtype: Any = None) -> str:
@@ -140,8 +140,9 @@ def _check_device(config: TrainingConfig) -> None:
         )
 
 
-def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
-    """(model, tokenizer, peft_config): Unsloth 4-bit + LoRA on CUDA, transformers (+ PEFT config) on CPU."""
+def load_policy(config: TrainingConfig, seed: int = 0, run_dir: Path | None = None) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, peft_config): Unsloth 4-bit + LoRA on CUDA, transformers (+ PEFT config) on CPU
+    (base weights in the dtype `cpu_base_dtype` gives for `run_dir`)."""
     import torch
 
     _check_device(config)
@@ -176,7 +177,7 @@ def load_policy(config: TrainingConfig, seed: int = 0) -> tuple[Any, Any, Any]:
     from peft import LoraConfig
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = None if device == "cuda" else cpu_base_dtype(config)
+    dtype = None if device == "cuda" else cpu_base_dtype(config, run_dir)
     model, tokenizer = load_model_and_tokenizer(source, gguf_file, device=device, dtype=dtype)
     if device == "cpu":
         contiguous_lm_head_input(model)
@@ -332,7 +333,7 @@ def _grpo_config(config: TrainingConfig, seed: int, run_dir: Path) -> tuple[Any,
     from trl.trainer.grpo_config import GRPOConfig  # TRL's own: once imported, Unsloth rebinds trl.GRPOConfig
 
     on_cuda = torch.cuda.is_available()
-    precision = mixed_precision(None if on_cuda else cpu_base_dtype(config))
+    precision = mixed_precision(None if on_cuda else cpu_base_dtype(config, run_dir))
     gradient_checkpointing = config.gradient_checkpointing
     if gradient_checkpointing is None:
         gradient_checkpointing = on_cuda and not uses_unsloth(config)  # Unsloth checkpoints by itself
@@ -418,6 +419,8 @@ def build_trainer(
     random.seed(seed)
     run_dir = run_dir_for(config, seed)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if not torch.cuda.is_available() and is_main_process():
+        write_precision(run_dir, *resolve_cpu_dtype(config.cpu_dtype, run_dir), torch.get_num_threads())
     args, gradient_checkpointing = _grpo_config(config, seed, run_dir)
     # Each process trains on its own episodes_per_step episodes; TRL's sampler hands them out.
     slots_per_step = config.episodes_per_step * args.world_size
@@ -426,7 +429,7 @@ def build_trainer(
             f"{len(episodes)} episodes given but episodes_per_step={config.episodes_per_step} x "
             f"{args.world_size} process(es) = {slots_per_step} distinct ones per step"
         )
-    model, tokenizer, peft_config = load_policy(config, seed)
+    model, tokenizer, peft_config = load_policy(config, seed, run_dir)
     slot_count = len(episodes) if episodes is not None else slots_per_step
     dataset = Dataset.from_list(
         [

@@ -1,0 +1,169 @@
+"""Judge one kept adapter on a registered evaluation set with the engine this CPU picks, against the record.
+
+Notebook 07 judged the registered adapters with float32 transformers (the prompt-prefix engine) on
+an AVX2-only CPU: about 26 minutes for the 200-episode test set. On a CPU with native bf16 the same
+engine loads the base in bf16 (`models.hf.fast_dtype`), which is faster but not the same
+arithmetic. This bench judges a kept adapter (`train.kept_adapters`) on one set of a profile, in a
+scratch folder with its own empty cache (nothing committed is read or written), times it, and
+compares every episode's verdict and answer with the committed judgement of the same adapter: the
+agreement says whether the faster engine can stand in for the recorded one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from supersede_lib import profiles
+from supersede_lib.bench.engines import machine_summary
+from supersede_lib.data.episodes import load_episodes
+from supersede_lib.eval.runner import run_condition
+from supersede_lib.models.batched import BatchedHFChatModel
+from supersede_lib.models.cache import CachedChatModel, ResponseCache
+from supersede_lib.models.hf import dtype_label, fast_dtype
+from supersede_lib.studies.evaluation_sets import ConfigOnly, SetModel, live_model, set_folder, set_settings
+from supersede_lib.studies.training import planned_arms
+from supersede_lib.train.kept_adapters import restore_adapter
+from supersede_lib.train.run import resolve_base_model
+
+
+def _evaluation(profile: profiles.Profile, set_name: str) -> Any:
+    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
+    if set_name not in evaluations:
+        raise ValueError(f"{profile.source}: no evaluation set {set_name!r} (sets: {', '.join(evaluations)})")
+    return evaluations[set_name]
+
+
+def _arm_config(profile: profiles.Profile, arm_name: str) -> Any:
+    arms = {arm.name: arm for arm in planned_arms(profile)}
+    if arm_name not in arms:
+        raise ValueError(f"{profile.source}: no training arm {arm_name!r} (arms: {', '.join(arms)})")
+    return arms[arm_name].config
+
+
+def compare_judgements(fresh: pd.DataFrame, recorded: pd.DataFrame) -> dict[str, Any]:
+    """Per-episode agreement of two judgements of the same model on the same set."""
+    both = fresh.merge(recorded, on="episode_id", suffixes=("_fresh", "_recorded"))
+    if len(both) != len(recorded):
+        raise ValueError(f"{len(both)} of {len(recorded)} recorded episodes were judged again")
+    fresh_correct = both["verdict_fresh"] == "correct"
+    recorded_correct = both["verdict_recorded"] == "correct"
+    return {
+        "episodes": len(both),
+        "correct_fresh": int(fresh_correct.sum()),
+        "correct_recorded": int(recorded_correct.sum()),
+        "same_verdict": int((both["verdict_fresh"] == both["verdict_recorded"]).sum()),
+        "same_answer": int((both["answer_fresh"].fillna("") == both["answer_recorded"].fillna("")).sum()),
+        "correct_only_fresh": int((fresh_correct & ~recorded_correct).sum()),
+        "correct_only_recorded": int((~fresh_correct & recorded_correct).sum()),
+    }
+
+
+def judging_bench(
+    adapter_record: Path,
+    recorded_label: str,
+    *,
+    profile_name: str = "cpu_proof_prereg",
+    set_name: str = "test",
+    arm: str = "verdict",
+    threads: int | None = None,
+    limit: int | None = None,
+    batch: int = 1,
+) -> dict[str, Any]:
+    """Judge `adapter_record` on `set_name` (its first `limit` episodes, default all) with this CPU's
+    engine; compare with `recorded_label`'s committed CSV on the same episodes.
+
+    `batch` 1: the set's own engine (07's), one call at a time; above 1: the batched transformers
+    engine in this CPU's fast dtype with `batch` episodes in flight (greedy rows do not depend on
+    their batch-mates, up to the arithmetic of other tensor shapes)."""
+    import torch
+
+    profile = profiles.load_profile(profile_name)
+    evaluation = _evaluation(profile, set_name)
+    recorded_csv = set_folder(profile, evaluation) / f"{recorded_label}.csv"
+    if not recorded_csv.exists():
+        return {"skipped": f"{recorded_csv} not found (the committed judgement to compare with)"}
+    config = _arm_config(profile, arm)
+    base_path = resolve_base_model(config)
+    if not Path(base_path).exists():
+        return {"skipped": f"{Path(base_path).name} not found (the adapters' base model)"}
+    threads = threads or os.cpu_count() or 1
+    torch.set_num_threads(threads)
+    settings = set_settings(profile, evaluation, [ConfigOnly(config)])
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        adapter = restore_adapter(adapter_record, folder / "adapter")
+        label = Path(adapter_record).stem
+        loaded = time.perf_counter()
+        if batch > 1:
+            model = BatchedHFChatModel(
+                base_path, adapter_path=adapter, dtype=fast_dtype("cpu"), max_batch_size=batch
+            )
+            model.load()
+            settings = replace(settings, concurrency=batch)
+        else:
+            model = live_model(
+                profile.require("transfer"), evaluation, folder, base_path, SetModel(label, adapter)
+            )
+        started = time.perf_counter()
+        cache = ResponseCache(folder / "cache.sqlite")
+        wrapped = CachedChatModel(model, cache, replay=False, commit=profiles.commit_label())
+        episodes = load_episodes(evaluation.episodes)[:limit]
+        result = run_condition(episodes, evaluation.condition, wrapped, settings, progress=True)
+        seconds = time.perf_counter() - started
+        engine = {
+            "model": model.name,
+            "dtype": dtype_label(model.dtype) if batch > 1 else model.dtype,
+            "cache_namespace": model.cache_namespace,
+            "in_flight": batch,
+        }
+        getattr(model, "close", lambda: None)()
+    recorded = pd.read_csv(recorded_csv)
+    judged_ids = {episode.episode_id for episode in episodes}
+    agreement = compare_judgements(result.frame, recorded[recorded["episode_id"].isin(judged_ids)])
+    return {
+        "profile": profile_name,
+        "set": set_name,
+        "adapter": Path(adapter_record).name,
+        "recorded": recorded_label,
+        "engine": engine,
+        "load_s": round(started - loaded, 1),
+        "judge_s": round(seconds, 1),
+        "seconds_per_episode": round(seconds / max(1, len(episodes)), 2),
+        "agreement": agreement,
+        "machine": machine_summary(threads),
+    }
+
+
+def judging_table(result: dict[str, Any]) -> str:
+    """The judging bench as Markdown."""
+    if "skipped" in result:
+        return f"Skipped: {result['skipped']}"
+    machine, agreement, engine = result["machine"], result["agreement"], result["engine"]
+    n = agreement["episodes"]
+    return "\n".join(
+        [
+            f"Kept adapter {result['adapter']} judged on {result['profile']}'s `{result['set']}` set "
+            f"(n = {n}) with this CPU's engine ({engine['cache_namespace']}, {engine['dtype']} base, "
+            f"{engine['in_flight']} in flight), "
+            f"{machine['threads']} threads on {machine['cpu']} (load {machine['load_average']}); compared "
+            f"with the committed judgement `{result['recorded']}`.",
+            "",
+            "| measure | value |",
+            "| --- | --- |",
+            f"| wall time to judge the set | {result['judge_s'] / 60:.1f} min ({result['seconds_per_episode']} s "
+            "an episode; model load not counted) |",
+            f"| model load | {result['load_s']} s |",
+            f"| correct: this engine / recorded | {agreement['correct_fresh']} / {agreement['correct_recorded']} |",
+            f"| same verdict | {agreement['same_verdict']} of {n} |",
+            f"| same answer text | {agreement['same_answer']} of {n} |",
+            f"| correct only here / only in the record | {agreement['correct_only_fresh']} / "
+            f"{agreement['correct_only_recorded']} |",
+        ]
+    )

@@ -1,0 +1,63 @@
+"""The training bench (`bench.training`) on the tiny model: both paths step, the gradients compare."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from supersede_lib.bench.training import training_bench, training_runs_table, training_table
+from supersede_lib.train.config import SUMMARY_FILE, tiny_smoke_config
+from supersede_lib.train.precision import CPU_DTYPE_ENV
+
+
+def _recorded_config(tiny_path: Path, folder: Path) -> Path:
+    config = tiny_smoke_config(tiny_path, folder / "run", max_completion_length=6, cpu_threads=1)
+    path = folder / "training_config.json"
+    path.write_text(json.dumps({**dataclasses.asdict(config), "seed": 3}))
+    return path
+
+
+def test_two_identical_paths_give_the_same_gradient(tiny_path, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(CPU_DTYPE_ENV, "float32")  # the chosen path is then float32 too, on one thread
+    result = training_bench(
+        tiny_path, config_path=_recorded_config(tiny_path, tmp_path), seed=3, chosen_threads=1
+    )
+    reference, chosen = result["paths"].values()
+    assert "float32" in reference["device"] and "float32" in chosen["device"]
+    assert reference["step_s"] > 0 and chosen["rollouts_s"] > 0
+    assert result["rows"] > 0
+    # same rows, same weights, same arithmetic: the chosen path's gradient is the float32 one
+    assert result["gradient_distance"] == 0.0 and result["gradient_cosine"] == pytest.approx(1.0)
+    assert "float32" in result["chosen_because"]
+    table = training_table(result)
+    assert "| float32, 1 thread (as recorded) |" in table and "relative L2 distance from float32 0.0" in table
+
+
+def test_bf16_moves_the_gradient_a_little(tiny_path, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(CPU_DTYPE_ENV, "bfloat16")
+    result = training_bench(
+        tiny_path, config_path=_recorded_config(tiny_path, tmp_path), seed=3, chosen_threads=1
+    )
+    chosen = list(result["paths"].values())[1]
+    assert "bfloat16" in chosen["device"]
+    assert 0.0 < result["gradient_distance"] < 0.5 and result["gradient_cosine"] > 0.85
+
+
+def test_a_missing_config_or_model_is_a_skip_that_says_which(tmp_path, tiny_path) -> None:
+    assert "not found" in training_bench(tiny_path, config_path=tmp_path / "none.json")["skipped"]
+    config = _recorded_config(tiny_path, tmp_path)
+    assert "not found" in training_bench(tmp_path / "no-model", config_path=config)["skipped"]
+
+
+def test_finished_runs_are_listed_with_their_own_timing(tmp_path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / SUMMARY_FILE).write_text(
+        json.dumps({"final_step": 20, "wall_time_s": 1800.0, "seconds_per_step": 90.0, "device": "cpu (x)"})
+    )
+    rows = training_runs_table([run, tmp_path / "unfinished"])
+    assert rows[0]["wall_min"] == 30.0 and rows[0]["seconds_per_step"] == 90.0
+    assert "no run_summary.json" in rows[1]["missing"]
