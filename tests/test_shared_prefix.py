@@ -242,7 +242,7 @@ def test_generation_with_the_shared_prefix_matches_trls(
     replies = {}
     for share in (False, True):
         trainer.share_prompt_prefix = share
-        replies[share] = trainer._generate_turn(prompt_ids)
+        replies[share], _ = trainer._generate_turn(prompt_ids)
     assert len(calls) == 1 and calls[0] >= 64
     assert replies[True] == replies[False]
     assert all(0 < len(reply) <= 8 for reply in replies[True])

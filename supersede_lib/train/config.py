@@ -45,8 +45,15 @@ CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
         "save_steps",
         "requires_cuda",
         "share_prompt_prefix",  # how the loss is computed, not what it is
+        "sampling_gap_every",  # a measurement only
     }
 )
+# Fields a run's record names only where they differ from their defaults: a run recorded without them
+# reads as one with their defaults, and its config hash stays what it was (`TrainingConfig.record`).
+CONFIG_FIELDS_RECORDED_WHEN_SET = ("sampling_gap_every", "rollout_is_correction", "rollout_is_clip_max")
+# TRL's `vllm_importance_sampling_mode` values, and "none": no importance-sampling correction
+IS_CORRECTION_MODES = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+DEFAULT_IS_CLIP_MAX = 3.0  # TRL's `vllm_importance_sampling_clip_max` default
 
 
 def model_dir() -> Path:
@@ -71,6 +78,8 @@ NUMBER_BOUNDS: dict[str, tuple[float, float]] = {
     "stale_penalty_weight": (0.0, 100.0),
     "save_steps": (1, 1_000_000),
     "max_seq_length": (16, 1_048_576),
+    "sampling_gap_every": (0, 1_000_000),
+    "rollout_is_clip_max": (1.0, 1_000.0),
 }
 
 
@@ -107,6 +116,13 @@ class TrainingConfig:
     temperature: float = 1.0
     kl_beta: float = 0.0
     kl_log_every: int = 1  # beta 0: measure KL(policy || base) every N steps (0: never; costs 2 passes)
+    # log the gap between the sampler's and the training forward's log-probs of the sampled tokens
+    # every N steps (train/sampling_logps.py; 0: never; one no-grad pass, shared with the KL's)
+    sampling_gap_every: int = 0
+    # TRL's importance-sampling correction for that gap (IS_CORRECTION_MODES; it is measured every
+    # step then), with the weight's cap
+    rollout_is_correction: str = "none"
+    rollout_is_clip_max: float = DEFAULT_IS_CLIP_MAX
     loss_type: str = "dapo"
     skip_zero_advantage_rows: bool = True  # same gradient, less work (see SupersedeGRPOTrainer)
     # run the prompt prefix the rows share once per micro-batch (train/shared_prefix.py): same
@@ -158,6 +174,16 @@ class TrainingConfig:
             raise ValueError(f"TrainingConfig.reward must be one of {REWARDS}, got {self.reward!r}")
         if self.cpu_dtype not in CPU_DTYPES:
             raise ValueError(f"TrainingConfig.cpu_dtype must be one of {CPU_DTYPES}, got {self.cpu_dtype!r}")
+        if self.rollout_is_correction not in IS_CORRECTION_MODES:
+            raise ValueError(
+                f"TrainingConfig.rollout_is_correction must be one of {IS_CORRECTION_MODES}, "
+                f"got {self.rollout_is_correction!r}"
+            )
+        if self.loss_type == "vespo" and self.rollout_is_correction.startswith("sequence"):
+            raise ValueError(
+                "TrainingConfig: the vespo loss takes token-level importance weights only; set "
+                "rollout_is_correction to 'token_truncate' or 'token_mask'"
+            )
         if self.curriculum not in CURRICULUM_MODES:
             raise ValueError(
                 f"TrainingConfig.curriculum must be one of {CURRICULUM_MODES}, got {self.curriculum!r}"
@@ -181,6 +207,15 @@ class TrainingConfig:
     def trajectories_per_step(self) -> int:
         """Trajectories per optimiser step on each process (times the process count under a launcher)."""
         return self.episodes_per_step * self.num_generations
+
+    def record(self) -> dict[str, Any]:
+        """The fields as a run records them: `CONFIG_FIELDS_RECORDED_WHEN_SET` only where not default."""
+        defaults = {field.name: field.default for field in dataclasses.fields(self)}
+        return {
+            name: value
+            for name, value in dataclasses.asdict(self).items()
+            if name not in CONFIG_FIELDS_RECORDED_WHEN_SET or value != defaults[name]
+        }
 
     def replace(self, **changes: Any) -> TrainingConfig:
         return dataclasses.replace(self, **changes)

@@ -63,10 +63,17 @@ from supersede_lib.agent.episode import Episode
 from supersede_lib.agent.rollout import BoundedMemoryRollout, make_rollout
 from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 from supersede_lib.train.callbacks import ZeroAdvantageStop
-from supersede_lib.train.config import ROLLOUTS_FILE, STATE_FILE
+from supersede_lib.train.config import DEFAULT_IS_CLIP_MAX, IS_CORRECTION_MODES, ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
 from supersede_lib.train.rewards import TrajectoryScorer, group_advantages, rollout_record, score_trajectory
 from supersede_lib.train.samples import TrajectoryRecord, TurnSample, TurnTokens, expand_to_turn_samples
+from supersede_lib.train.sampling_logps import (
+    SampledTokenLogps,
+    generate_left_padded,
+    importance_sampling_ratio,
+    logp_gap_totals,
+    ratio_statistics,
+)
 from supersede_lib.train.shared_prefix import (
     MIN_SHARED_TOKENS,
     WindowPrefix,
@@ -132,6 +139,9 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         zero_advantage_stop: ZeroAdvantageStop,
         rollout_settings: RolloutSettings = DEFAULT_ROLLOUT,
         kl_log_every: int = 1,
+        sampling_gap_every: int = 0,
+        rollout_is_correction: str = "none",
+        rollout_is_clip_max: float = DEFAULT_IS_CLIP_MAX,
         skip_zero_advantage_rows: bool = True,
         log_rollouts: bool = True,
         share_prompt_prefix: bool = False,
@@ -143,6 +153,14 @@ class SupersedeGRPOTrainer(GRPOTrainer):
                 "share_prompt_prefix needs the prefix's keys and values, and gradient checkpointing "
                 "drops every cache in training mode: turn one of them off"
             )
+        if rollout_is_correction not in IS_CORRECTION_MODES:
+            raise ValueError(
+                f"rollout_is_correction must be one of {IS_CORRECTION_MODES}, got {rollout_is_correction!r}"
+            )
+        if rollout_is_correction != "none" and self.use_liger_kernel:
+            raise ValueError(
+                "rollout_is_correction needs TRL's own loss (_compute_loss), not the Liger kernel's"
+            )
         keep_trainable_parameters_fp32(self.model)  # before train() builds the optimizer over them
         self.episode_source = episode_source
         self.scorer = scorer
@@ -150,6 +168,9 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.zero_advantage_stop = zero_advantage_stop
         self.rollout_settings = rollout_settings  # the budget and prompt every rollout is built with
         self.kl_log_every = kl_log_every
+        self.sampling_gap_every = sampling_gap_every  # log the sampler's log-prob gap every N steps
+        self.rollout_is_correction = rollout_is_correction  # TRL's vLLM IS modes, or "none"
+        self.rollout_is_clip_max = rollout_is_clip_max
         self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.log_rollouts = log_rollouts
         self.share_prompt_prefix = share_prompt_prefix
@@ -169,30 +190,41 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             conversations = [rollouts[index].current_messages() for index in active]
             prompt_ids, _, _ = self._tokenize_prompts(conversations)
             with self._rollout_autocast():
-                completion_ids = self._generate_turn(prompt_ids)
+                completion_ids, sampling_logps = self._generate_turn(prompt_ids)
             replies = self.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-            for index, prompt, completion, reply in zip(
-                active, prompt_ids, completion_ids, replies, strict=True
+            for position, (index, prompt, completion, reply) in enumerate(
+                zip(active, prompt_ids, completion_ids, replies, strict=True)
             ):
-                turns[index].append(TurnTokens(list(prompt), list(completion)))
+                logps = None if sampling_logps is None else list(sampling_logps[position])
+                turns[index].append(TurnTokens(list(prompt), list(completion), logps))
                 rollouts[index].step(reply)
 
-    def _generate_turn(self, prompt_ids: list[list[int]]) -> list[list[int]]:
-        """One reply per prompt: TRL's sampling, with a shared prompt prefix prefilled once when allowed.
+    @property
+    def records_sampling_logps(self) -> bool:
+        """Whether rollouts keep the sampler's log-probs: the gap is logged or corrected for."""
+        return self.sampling_gap_every > 0 or self.rollout_is_correction != "none"
 
-        Sharing needs TRL's plain `generate` path in one process; TRL's own path is used otherwise, or
-        when the prompts share fewer than `MIN_SHARED_TOKENS` tokens.
+    def _generate_turn(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
+        """One reply per prompt, and the sampler's log-prob of each reply token (None: not recorded).
+
+        TRL's sampling, with a shared prompt prefix prefilled once when allowed, and the log-probs
+        recorded by `SampledTokenLogps` when `records_sampling_logps`. Sharing needs TRL's plain
+        `generate` path in one process and prompts that share `MIN_SHARED_TOKENS` tokens. Where
+        neither sharing nor recording applies, or generation is not TRL's plain `generate` (vLLM,
+        continuous batching), TRL's own path samples, with its own log-probs (vLLM's) or None.
         """
+        own_generate = not self.use_vllm and not self.use_transformers_continuous_batching
         shared = common_prefix_length(prompt_ids)
-        if (
-            not self.share_prompt_prefix
-            or self.use_vllm
-            or self.use_transformers_continuous_batching
-            or self.accelerator.num_processes > 1
-            or shared < MIN_SHARED_TOKENS
-        ):
-            completion_ids, _ = self._generate_single_turn(prompt_ids, None, {}, num_generations=1)
-            return completion_ids
+        share = (
+            own_generate
+            and self.share_prompt_prefix
+            and self.accelerator.num_processes == 1
+            and shared >= MIN_SHARED_TOKENS
+        )
+        record = own_generate and self.records_sampling_logps
+        if not share and not record:
+            return self._generate_single_turn(prompt_ids, None, {}, num_generations=1)
+        recorder = SampledTokenLogps(self.temperature) if record else None
         with (
             unwrap_model_for_generation(
                 self.model_wrapped,
@@ -201,15 +233,31 @@ class SupersedeGRPOTrainer(GRPOTrainer):
                 generation_kwargs=self.generation_kwargs,
             ) as model,
             torch.no_grad(),
+            self._dist.summon_full_params(self.model_wrapped, recurse=False),
         ):
-            generated = generate_with_shared_prefix(
-                model,
-                prompt_ids,
-                generation_config=self.generation_config,
-                pad_id=self._tokenizer.pad_token_id,
-                shared=shared,
-            )
-        return [self._until_eos(row) for row in generated.cpu().tolist()]
+            pad_id = self._tokenizer.pad_token_id
+            if share:
+                generated = generate_with_shared_prefix(
+                    model,
+                    prompt_ids,
+                    generation_config=self.generation_config,
+                    pad_id=pad_id,
+                    shared=shared,
+                    logits_processor=None if recorder is None else recorder.as_list(),
+                )
+            else:
+                generated = generate_left_padded(
+                    model,
+                    prompt_ids,
+                    generation_config=self.generation_config,
+                    pad_id=pad_id,
+                    recorder=recorder,
+                )
+        completions = [self._until_eos(row) for row in generated.cpu().tolist()]
+        if recorder is None:
+            return completions, None
+        logps = recorder.finish(generated).cpu().tolist()
+        return completions, [row[: len(ids)] for row, ids in zip(logps, completions, strict=True)]
 
     def _until_eos(self, tokens: list[int]) -> list[int]:
         """A generated row up to and including its first EOS token (TRL's completion ids)."""
@@ -365,7 +413,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
                 + [False] * inert_rows
             )
             completion_mask = completion_mask * (~truncated).unsqueeze(1).int()
-        return {
+        batch = {
             "prompt_ids": prompt_ids,
             "prompt_mask": prompt_mask,
             "completion_ids": completion_ids,
@@ -377,6 +425,28 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             "trajectory_index": trajectory_index,
             "turn_index": turn_index,
         }
+        sampling_logps = self._padded_sampling_logps(samples, inert_rows)
+        if sampling_logps is not None:
+            batch["sampling_per_token_logps"] = sampling_logps
+        return batch
+
+    def _padded_sampling_logps(self, samples: list[TurnSample], inert_rows: int) -> torch.Tensor | None:
+        """The sampler's log-probs laid out as the completions (TRL's `sampling_per_token_logps`): NaN
+        for a token without one, 0 in padding; None unless `records_sampling_logps` (decided by the
+        settings, not the rows, so every process measures, and gathers, on the same steps)."""
+        if not self.records_sampling_logps:
+            return None
+        rows = [
+            torch.tensor(
+                sample.sampling_logps
+                if sample.sampling_logps is not None
+                else [math.nan] * len(sample.completion_ids),
+                dtype=torch.float32,
+            )
+            for sample in samples
+        ]
+        rows += [torch.zeros(1)] * inert_rows
+        return pad(rows, padding_value=0.0, padding_side="right", pad_to_multiple_of=self.pad_to_multiple_of)
 
     def _get_per_token_logps_and_entropies(  # noqa: ANN001 - TRL's signature
         self,
@@ -457,7 +527,8 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             prefix.backward()
 
     def _add_logps(self, batch: dict[str, Any], mode: str) -> None:
-        """Old/reference log-probs where TRL's loss needs them, and KL to the base model for logging."""
+        """Old/reference log-probs where TRL's loss needs them, KL to the base model for logging, and the
+        sampler's log-prob gap (logged, and corrected for when `rollout_is_correction` is set)."""
         device = self.accelerator.device
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1).to(device)
         attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1).to(device)
@@ -468,6 +539,10 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         need_ref = self.beta != 0.0
         step = self.state.global_step + 1
         measure_kl = not need_ref and self.kl_log_every > 0 and (step == 1 or step % self.kl_log_every == 0)
+        measure_gap = "sampling_per_token_logps" in batch and (
+            self.rollout_is_correction != "none"
+            or (self.sampling_gap_every > 0 and (step == 1 or step % self.sampling_gap_every == 0))
+        )
 
         def logps(adapter_off: bool) -> torch.Tensor:
             model = self.accelerator.unwrap_model(self.model)
@@ -489,13 +564,15 @@ class SupersedeGRPOTrainer(GRPOTrainer):
                 )
                 return values
 
-        policy = logps(adapter_off=False) if (need_old or measure_kl) else None
+        policy = logps(adapter_off=False) if (need_old or measure_kl or measure_gap) else None
         reference = logps(adapter_off=True) if (need_ref or measure_kl) else None
         if need_old:
             batch["old_per_token_logps"] = policy
         if need_ref:
             batch["ref_per_token_logps"] = reference
         mask = batch["completion_mask"].to(device).float()
+        if measure_gap and policy is not None:
+            self._record_sampling_gap(batch, policy, mask, mode)
         if measure_kl and policy is not None and reference is not None:
             delta = reference - policy
             per_token_kl = torch.exp(delta) - delta - 1
@@ -503,6 +580,55 @@ class SupersedeGRPOTrainer(GRPOTrainer):
             kl_sum, tokens = self.accelerator.gather(totals).view(-1, 2).sum(dim=0)
             if tokens > 0:  # the token mean over every process's batch
                 self._metrics[mode]["kl"].append((kl_sum / tokens).item())
+
+    def _record_sampling_gap(
+        self, batch: dict[str, Any], training_logps: torch.Tensor, mask: torch.Tensor, mode: str
+    ) -> None:
+        """Log |training - sampling| log-prob over every process's completion tokens (TRL's metric names
+        for vLLM), and with a correction set, put TRL's weight in the batch for `_compute_loss`."""
+        metrics = self._metrics[mode]
+        sampling = batch["sampling_per_token_logps"].to(training_logps.device)
+        gap = self.accelerator.gather(logp_gap_totals(training_logps, sampling, mask)).view(-1, 3)
+        if gap[:, 1].sum() > 0:
+            metrics["sampling/sampling_logp_difference/mean"].append(
+                (gap[:, 0].sum() / gap[:, 1].sum()).item()
+            )
+            metrics["sampling/sampling_logp_difference/max"].append(gap[:, 2].max().item())
+        if self.rollout_is_correction == "none":
+            return
+        ratio = importance_sampling_ratio(
+            training_logps, sampling, mask, self.rollout_is_correction, clip_max=self.rollout_is_clip_max
+        )
+        batch["importance_sampling_ratio"] = ratio
+        statistics = self.accelerator.gather(ratio_statistics(ratio, mask)).view(-1, 4)
+        if statistics[:, 2].sum() > 0:
+            metrics["sampling/importance_sampling_ratio/min"].append(statistics[:, 0].min().item())
+            metrics["sampling/importance_sampling_ratio/mean"].append(
+                (statistics[:, 1].sum() / statistics[:, 2].sum()).item()
+            )
+            metrics["sampling/importance_sampling_ratio/max"].append(statistics[:, 3].max().item())
+
+    def _compute_loss(self, model, inputs):  # noqa: ANN001, ANN201 - TRL's signature
+        """TRL's loss, with the importance-sampling weight of `rollout_is_correction` on every token.
+
+        TRL multiplies its per-token policy loss by that weight only under vLLM (`use_vllm`). Every
+        loss type but vespo is positively homogeneous in the advantage (-min(c1 r A, c2 r A) =
+        -r min(c1 A, c2 A) for a weight r >= 0; cispo's and sapo's terms scale with it too), so the
+        weight goes into a per-token advantage (TRL's loss takes (B, T) advantages) and multiplies
+        exactly the policy term, as TRL's does; the KL and entropy terms stay unweighted, as in TRL.
+        vespo reads the weight from the same key itself.
+        """
+        ratio = inputs.get("importance_sampling_ratio")
+        if (
+            ratio is None
+            or self.loss_type == "vespo"
+            or (self.use_vllm and self.vllm_importance_sampling_correction)
+        ):
+            return super()._compute_loss(model, inputs)
+        advantages = inputs["advantages"]
+        if advantages.dim() == 1:
+            advantages = advantages.unsqueeze(1)
+        return super()._compute_loss(model, {**inputs, "advantages": advantages * ratio})
 
     def _record_metrics(
         self,

@@ -260,7 +260,7 @@ def run_dir_for(config: TrainingConfig, seed: int) -> Path:
 
 
 def _config_record(config: TrainingConfig, seed: int, processes: int = 1) -> dict[str, Any]:
-    record = {**dataclasses.asdict(config), "seed": seed}
+    record = {**config.record(), "seed": seed}
     if processes > 1:  # a data-parallel run: its batches and episodes depend on the process count
         record[PROCESSES_KEY] = processes
     return json.loads(json.dumps(record, default=str))
@@ -383,6 +383,18 @@ def _curriculum(config: TrainingConfig, next_difficulty: Callable[[str], str | N
     )
 
 
+def _slot_dataset(slot_count: int) -> Any:
+    """TRL's train dataset: one row per episode slot (the trainer builds each slot's prompts itself)."""
+    from datasets import Dataset
+
+    return Dataset.from_list(
+        [
+            {"prompt": [{"role": "user", "content": f"episode slot {slot}"}], "slot": slot}
+            for slot in range(slot_count)
+        ]
+    )
+
+
 def build_trainer(
     config: TrainingConfig,
     seed: int = 0,
@@ -394,7 +406,6 @@ def build_trainer(
 ) -> SupersedeGRPOTrainer:
     """A ready-to-train `SupersedeGRPOTrainer` for one seed (`train` calls this, then `.train()`)."""
     import torch
-    from datasets import Dataset
     from transformers import set_seed
 
     # The trainer module imports TRL (heavy) at its top, so it is loaded only when a run is built.
@@ -431,12 +442,7 @@ def build_trainer(
         )
     model, tokenizer, peft_config = load_policy(config, seed, run_dir)
     slot_count = len(episodes) if episodes is not None else slots_per_step
-    dataset = Dataset.from_list(
-        [
-            {"prompt": [{"role": "user", "content": f"episode slot {slot}"}], "slot": slot}
-            for slot in range(slot_count)
-        ]
-    )
+    dataset = _slot_dataset(slot_count)
     curriculum = _curriculum(config, next_difficulty)
     stop = ZeroAdvantageStop(config.zero_advantage_patience)
     metrics = MetricsFileCallback(
@@ -456,6 +462,9 @@ def build_trainer(
         zero_advantage_stop=stop,
         rollout_settings=config.rollout_settings(),
         kl_log_every=config.kl_log_every,
+        sampling_gap_every=config.sampling_gap_every,
+        rollout_is_correction=config.rollout_is_correction,
+        rollout_is_clip_max=config.rollout_is_clip_max,
         skip_zero_advantage_rows=config.skip_zero_advantage_rows,
         log_rollouts=config.log_rollouts,
         # not under Unsloth (its own attention) nor gradient checkpointing (which drops the prefix cache)

@@ -21,6 +21,8 @@ class TurnTokens:
 
     prompt_ids: list[int]
     completion_ids: list[int]
+    # the sampler's log-probability of each completion token (`train.sampling_logps`); None: not recorded
+    sampling_logps: list[float] | None = None
 
 
 @dataclass
@@ -45,12 +47,15 @@ class TurnSample:
     prompt_ids: list[int]
     completion_ids: list[int]
     advantage: float
+    sampling_logps: list[float] | None = None  # as on `TurnTokens`
 
 
 def expand_to_turn_samples(trajectories: Sequence[TrajectoryRecord]) -> list[TurnSample]:
     """Every turn of every trajectory becomes a sample; all turns share the trajectory's advantage."""
     return [
-        TurnSample(index, turn_index, turn.prompt_ids, turn.completion_ids, trajectory.advantage)
+        TurnSample(
+            index, turn_index, turn.prompt_ids, turn.completion_ids, trajectory.advantage, turn.sampling_logps
+        )
         for index, trajectory in enumerate(trajectories)
         for turn_index, turn in enumerate(trajectory.turns)
     ]

@@ -253,13 +253,20 @@ def common_prefix_length(prompts: list[list[int]]) -> int:
 
 
 def generate_with_shared_prefix(
-    model: Any, prompts: list[list[int]], *, generation_config: Any, pad_id: int, shared: int
+    model: Any,
+    prompts: list[list[int]],
+    *,
+    generation_config: Any,
+    pad_id: int,
+    shared: int,
+    logits_processor: Any = None,
 ) -> torch.Tensor:
     """`model.generate` over `prompts` whose first `shared` tokens are equal, prefilling those once.
 
     The batch is laid out as the shared prefix, then each prompt's remainder left-padded: the pad
     columns sit in the middle, masked out, and `generate` numbers positions from the attention mask,
     so every row continues the prefix without a gap. Returns the generated columns only.
+    `logits_processor` goes to `generate` (`sampling_logps.SampledTokenLogps` records with it).
     """
     device = model.device
     prefix = torch.tensor([prompts[0][:shared]], device=device)
@@ -279,5 +286,6 @@ def generate_with_shared_prefix(
         attention_mask=mask,
         past_key_values=_repeated(layers, len(prompts), config),
         generation_config=generation_config,
+        logits_processor=logits_processor,
     )
     return output[:, ids.size(1) :]
