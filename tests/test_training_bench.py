@@ -61,3 +61,22 @@ def test_finished_runs_are_listed_with_their_own_timing(tmp_path) -> None:
     rows = training_runs_table([run, tmp_path / "unfinished"])
     assert rows[0]["wall_min"] == 30.0 and rows[0]["seconds_per_step"] == 90.0
     assert "no run_summary.json" in rows[1]["missing"]
+
+
+def test_the_chosen_path_trains_the_recorded_runs_length_measuring_the_samplers_gap(
+    tiny_path, tmp_path, monkeypatch
+) -> None:
+    from supersede_lib.bench.training import chosen_path_run
+    from supersede_lib.train.precision import PRECISION_FILE
+
+    monkeypatch.setenv(CPU_DTYPE_ENV, "float32")
+    config_path = _recorded_config(tiny_path, tmp_path)
+    run_dir = chosen_path_run(
+        tmp_path / "runs", config_path=config_path, seed=3, threads=1, model_path=tiny_path
+    )
+    summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+    assert summary["final_step"] == json.loads(config_path.read_text())["max_steps"]
+    assert json.loads((run_dir / PRECISION_FILE).read_text())["why"] == f"{CPU_DTYPE_ENV}=float32"
+    # the gap is measured every step on the rows that train (tests/test_training_sampling_gap.py)
+    assert json.loads((run_dir / "training_config.json").read_text())["sampling_gap_every"] == 1
+    assert training_runs_table([run_dir])[0]["steps"] == summary["final_step"]

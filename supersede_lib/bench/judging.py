@@ -26,8 +26,10 @@ from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.runner import run_condition
 from supersede_lib.models.batched import BatchedHFChatModel
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
-from supersede_lib.models.hf import dtype_label, fast_dtype
-from supersede_lib.studies.evaluation_sets import ConfigOnly, SetModel, live_model, set_folder, set_settings
+from supersede_lib.models.gguf import EmbeddedGGUFModel
+from supersede_lib.models.hf import HFChatModel, dtype_label, fast_dtype
+from supersede_lib.studies.evaluation_sets import ConfigOnly, set_folder, set_settings
+from supersede_lib.studies.robustness import LLAMACPP_CONTEXT
 from supersede_lib.studies.training import planned_arms
 from supersede_lib.train.kept_adapters import restore_adapter
 from supersede_lib.train.run import resolve_base_model
@@ -65,6 +67,43 @@ def compare_judgements(fresh: pd.DataFrame, recorded: pd.DataFrame) -> dict[str,
     }
 
 
+JUDGE_ENGINES = ("prefix_cache", "batched", "llamacpp")
+
+
+def _judge_model(
+    engine: str,
+    base_path: str,
+    record: Path,
+    adapter: Path,
+    threads: int,
+    in_flight: int,
+    dtype: str | None,
+) -> Any:
+    """The judged policy on `engine`: transformers weights in `dtype` (None: this CPU's fast dtype),
+    merged with the adapter as 07 merges it; llama.cpp with the adapter as a GGUF LoRA."""
+    import torch
+
+    torch_dtype = getattr(torch, dtype) if dtype else fast_dtype("cpu")
+    if engine == "prefix_cache":
+        return HFChatModel(
+            base_path, adapter_path=str(adapter), dtype=torch_dtype, merge_adapter=True, prefix_cache=True
+        )
+    if engine == "batched":
+        model = BatchedHFChatModel(
+            base_path, adapter_path=adapter, dtype=torch_dtype, max_batch_size=in_flight, n_threads=threads
+        )
+        model.load()
+        return model
+    return EmbeddedGGUFModel(base_path, n_ctx=LLAMACPP_CONTEXT, n_threads=threads, lora_adapter=record)
+
+
+def _dtype_of(model: Any) -> str:
+    dtype = getattr(model, "dtype", None)
+    if dtype is None:
+        return "GGUF (Q4_K_M)"
+    return dtype if isinstance(dtype, str) else dtype_label(dtype)
+
+
 def judging_bench(
     adapter_record: Path,
     recorded_label: str,
@@ -74,14 +113,18 @@ def judging_bench(
     arm: str = "verdict",
     threads: int | None = None,
     limit: int | None = None,
-    batch: int = 1,
+    engine: str = "prefix_cache",
+    in_flight: int = 1,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
     """Judge `adapter_record` on `set_name` (its first `limit` episodes, default all) with this CPU's
     engine; compare with `recorded_label`'s committed CSV on the same episodes.
 
-    `batch` 1: the set's own engine (07's), one call at a time; above 1: the batched transformers
-    engine in this CPU's fast dtype with `batch` episodes in flight (greedy rows do not depend on
-    their batch-mates, up to the arithmetic of other tensor shapes)."""
+    `engine`: `prefix_cache` (07's transformers engine; weights in `dtype`, default this CPU's fast one), `batched`
+    (transformers serving `in_flight` episodes' calls in one generate) or `llamacpp` (the Q4 GGUF with
+    the adapter converted to a GGUF LoRA, `models.lora_gguf`)."""
+    if engine not in JUDGE_ENGINES:
+        raise ValueError(f"engine {engine!r}: expected one of {', '.join(JUDGE_ENGINES)}")
     import torch
 
     profile = profiles.load_profile(profile_name)
@@ -99,29 +142,21 @@ def judging_bench(
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         adapter = restore_adapter(adapter_record, folder / "adapter")
-        label = Path(adapter_record).stem
         loaded = time.perf_counter()
-        if batch > 1:
-            model = BatchedHFChatModel(
-                base_path, adapter_path=adapter, dtype=fast_dtype("cpu"), max_batch_size=batch
-            )
-            model.load()
-            settings = replace(settings, concurrency=batch)
-        else:
-            model = live_model(
-                profile.require("transfer"), evaluation, folder, base_path, SetModel(label, adapter)
-            )
+        model = _judge_model(engine, base_path, adapter_record, adapter, threads, in_flight, dtype)
+        settings = replace(settings, concurrency=in_flight)
         started = time.perf_counter()
         cache = ResponseCache(folder / "cache.sqlite")
         wrapped = CachedChatModel(model, cache, replay=False, commit=profiles.commit_label())
         episodes = load_episodes(evaluation.episodes)[:limit]
         result = run_condition(episodes, evaluation.condition, wrapped, settings, progress=True)
         seconds = time.perf_counter() - started
-        engine = {
+        described = {
+            "engine": engine,
             "model": model.name,
-            "dtype": dtype_label(model.dtype) if batch > 1 else model.dtype,
+            "dtype": _dtype_of(model),
             "cache_namespace": model.cache_namespace,
-            "in_flight": batch,
+            "in_flight": in_flight,
         }
         getattr(model, "close", lambda: None)()
     recorded = pd.read_csv(recorded_csv)
@@ -132,7 +167,7 @@ def judging_bench(
         "set": set_name,
         "adapter": Path(adapter_record).name,
         "recorded": recorded_label,
-        "engine": engine,
+        "engine": described,
         "load_s": round(started - loaded, 1),
         "judge_s": round(seconds, 1),
         "seconds_per_episode": round(seconds / max(1, len(episodes)), 2),
@@ -150,7 +185,7 @@ def judging_table(result: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"Kept adapter {result['adapter']} judged on {result['profile']}'s `{result['set']}` set "
-            f"(n = {n}) with this CPU's engine ({engine['cache_namespace']}, {engine['dtype']} base, "
+            f"(n = {n}) with engine `{engine['engine']}` ({engine['cache_namespace']}, {engine['dtype']} base, "
             f"{engine['in_flight']} in flight), "
             f"{machine['threads']} threads on {machine['cpu']} (load {machine['load_average']}); compared "
             f"with the committed judgement `{result['recorded']}`.",

@@ -169,6 +169,37 @@ def training_bench(
     }
 
 
+def chosen_path_run(
+    output_dir: Path,
+    *,
+    config_path: Path = REGISTERED_CONFIG,
+    seed: int = REGISTERED_SEED,
+    threads: int | None = None,
+    model_path: str | Path | None = None,
+) -> Path:
+    """Train the registered config's whole run (its steps and checkpoints) on the chosen path (`cpu_dtype`
+    auto, `threads` or every core), the sampler's log-prob gap logged every step, into
+    `output_dir/seed-<seed>`; resumes like any run. Returns the run folder (its summary has the timing)."""
+    from supersede_lib.train.config import TrainingConfig
+    from supersede_lib.train.run import run_dir_for, train
+
+    recorded = json.loads(Path(config_path).read_text())
+    model = Path(model_path or TrainingConfig.preset("cpu_proof").model_name_or_path)
+    config = registered_config(
+        config_path,
+        model,
+        str(output_dir),
+        max_steps=recorded["max_steps"],
+        save_steps=recorded["save_steps"],
+        log_rollouts=True,
+        cpu_dtype="auto",
+        cpu_threads=threads or os.cpu_count() or 1,
+        sampling_gap_every=1,
+    )
+    train(config, seed=seed)
+    return run_dir_for(config, seed)
+
+
 def training_runs_table(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
     """Each finished run folder's own timing (its `run_summary.json`): steps, wall, seconds a step, device."""
     from supersede_lib.train.config import SUMMARY_FILE

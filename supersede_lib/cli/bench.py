@@ -17,8 +17,9 @@ from pathlib import Path
 
 from supersede_lib.bench.adapters import DEFAULT_LORA_BASE, adapter_agreement, agreement_report
 from supersede_lib.bench.engines import DEFAULT_ENGINE_MODEL, find_local_model
-from supersede_lib.bench.judging import judging_bench, judging_table
+from supersede_lib.bench.judging import JUDGE_ENGINES, judging_bench, judging_table
 from supersede_lib.bench.runner import DEFAULT_OUTPUT_DIR, run_benchmarks, run_training_bench, write_part
+from supersede_lib.bench.training import chosen_path_run
 from supersede_lib.models.gguf import threads_from_env
 
 
@@ -82,10 +83,30 @@ def build_parser() -> argparse.ArgumentParser:
     judging.add_argument("--judge-set", default="test", help="evaluation set name (default: test)")
     judging.add_argument("--judge-limit", type=int, default=None, help="judge only the first N episodes")
     judging.add_argument(
-        "--judge-batch",
+        "--judge-engine",
+        choices=JUDGE_ENGINES,
+        default="prefix_cache",
+        help="prefix_cache (07's, this CPU's dtype), batched (transformers) or llamacpp (GGUF LoRA)",
+    )
+    judging.add_argument("--judge-in-flight", type=int, default=1, help="episodes in flight (default: 1)")
+    judging.add_argument(
+        "--judge-dtype",
+        choices=("bfloat16", "float32"),
+        default=None,
+        help="transformers weights' dtype (default: this CPU's fast one; float32 = the registered judging)",
+    )
+    training.add_argument(
+        "--training-run-seed",
         type=int,
-        default=1,
-        help="1: the set's own engine; N > 1: batched transformers with N episodes in flight",
+        default=None,
+        metavar="SEED",
+        help="train the registered config's whole run on the chosen path with this seed (resumes), then stop",
+    )
+    training.add_argument(
+        "--training-run-dir",
+        type=Path,
+        default=Path("outputs") / "bench" / "runs",
+        help="where --training-run-seed's run folder goes (default: outputs/bench/runs, git-ignored)",
     )
     adapters = parser.add_argument_group("a trained LoRA adapter on llama.cpp vs transformers")
     adapters.add_argument(
@@ -134,10 +155,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             set_name=args.judge_set,
             threads=args.threads,
             limit=args.judge_limit,
-            batch=args.judge_batch,
+            engine=args.judge_engine,
+            in_flight=args.judge_in_flight,
+            dtype=args.judge_dtype,
         )
-        name = f"judging-{args.judge_adapter.stem}-{args.judge_set}"
+        name = f"judging-{args.judge_adapter.stem}-{args.judge_set}-{args.judge_engine}-{args.judge_dtype or 'fast'}"
         write_part(args.output_dir, name, result, judging_table(result))
+        return 0
+    if args.training_run_seed is not None:
+        run_dir = chosen_path_run(
+            args.training_run_dir, seed=args.training_run_seed, threads=args.training_threads
+        )
+        print(f"run folder: {run_dir}")
         return 0
     if args.training_only:
         run_training_bench(args)
