@@ -47,8 +47,9 @@ def test_a_judgement_missing_recorded_episodes_is_refused() -> None:
 @pytest.mark.skipif(
     not (model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").exists(), reason="the 0.5B GGUF is not here"
 )
-def test_the_kept_twin_is_judged_on_the_first_test_episode_and_compared(one_torch_thread) -> None:
-    result = judging_bench(KEPT, "verdict__seed-11__step-20", limit=1, threads=1)
+def test_the_kept_twin_is_judged_on_the_first_test_episode_and_compared(one_torch_thread, tmp_path) -> None:
+    result = judging_bench(KEPT, "verdict__seed-11__step-20", limit=1, threads=1, run_dir=tmp_path)
+    assert (tmp_path / f"{KEPT.stem}.csv").exists()  # the rows the numbers come from are kept
     assert result["agreement"]["episodes"] == 1
     assert "@" in result["engine"]["model"]  # the adapter's hash: its replies never pass for the base's
     assert result["judge_s"] > 0

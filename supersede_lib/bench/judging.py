@@ -116,9 +116,11 @@ def judging_bench(
     engine: str = "prefix_cache",
     in_flight: int = 1,
     dtype: str | None = None,
+    run_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Judge `adapter_record` on `set_name` (its first `limit` episodes, default all) with this CPU's
-    engine; compare with `recorded_label`'s committed CSV on the same episodes.
+    engine; compare with `recorded_label`'s committed CSV on the same episodes. With `run_dir` the
+    judged run's CSV, trajectories and manifest are written there (the rows a number comes from).
 
     `engine`: `prefix_cache` (07's transformers engine; weights in `dtype`, default this CPU's fast one), `batched`
     (transformers serving `in_flight` episodes' calls in one generate) or `llamacpp` (the Q4 GGUF with
@@ -149,7 +151,15 @@ def judging_bench(
         cache = ResponseCache(folder / "cache.sqlite")
         wrapped = CachedChatModel(model, cache, replay=False, commit=profiles.commit_label())
         episodes = load_episodes(evaluation.episodes)[:limit]
-        result = run_condition(episodes, evaluation.condition, wrapped, settings, progress=True)
+        result = run_condition(
+            episodes,
+            evaluation.condition,
+            wrapped,
+            settings,
+            output_dir=run_dir,
+            run_name=Path(adapter_record).stem if run_dir is not None else None,
+            progress=True,
+        )
         seconds = time.perf_counter() - started
         described = {
             "engine": engine,

@@ -148,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_adapter_agreement(args)
         return 0
     if args.judge_adapter is not None:
+        name = f"judging-{args.judge_adapter.stem}-{args.judge_set}-{args.judge_engine}-{args.judge_dtype or 'fast'}"
         result = judging_bench(
             args.judge_adapter,
             args.judge_recorded,
@@ -158,8 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine=args.judge_engine,
             in_flight=args.judge_in_flight,
             dtype=args.judge_dtype,
+            run_dir=args.output_dir / name,
         )
-        name = f"judging-{args.judge_adapter.stem}-{args.judge_set}-{args.judge_engine}-{args.judge_dtype or 'fast'}"
         write_part(args.output_dir, name, result, judging_table(result))
         return 0
     if args.training_run_seed is not None:
