@@ -487,6 +487,8 @@ def test_a_clone_without_run_folders_replays_06_and_07_from_the_committed_files(
 def test_live_calls_never_read_a_committed_run_back(tiny_study, monkeypatch) -> None:
     profile, _, _ = tiny_study
     monkeypatch.setenv(profiles.LIVE_CALLS_ENV, "1")
+    # the fixture's runs trained in this CPU's dtype; the precision check has its own tests (test_precision)
+    monkeypatch.setattr(training_study, "check_committed_precision", lambda *args, **kwargs: None)
     calls = []
     monkeypatch.setattr(training_study, "train", lambda config, seed: calls.append(seed) or "trained")
     monkeypatch.setattr(training_study, "run_dir_for", lambda config, seed: Path("/nonexistent"))

@@ -56,6 +56,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--skip-train-prefix", action="store_true", help="skip the shared-prefix training loss comparison"
     )
+    _add_training_and_judging_options(parser)
+    adapters = parser.add_argument_group("a trained LoRA adapter on llama.cpp vs transformers")
+    adapters.add_argument(
+        "--lora-adapter",
+        type=Path,
+        default=None,
+        help="PEFT folder or kept record .json: run only this check",
+    )
+    adapters.add_argument(
+        "--lora-base", default=DEFAULT_LORA_BASE, help="the adapter's base GGUF (path or file name)"
+    )
+    adapters.add_argument(
+        "--lora-calls", type=int, default=20, help="bounded-memory calls compared (default: 20)"
+    )
+    adapters.add_argument("--lora-output", type=Path, default=None, help="write the result as JSON here")
+    return parser
+
+
+def _add_training_and_judging_options(parser: argparse.ArgumentParser) -> None:
+    """The training bench's and the adapter judging's options (`bench.training`, `bench.judging`)."""
     training = parser.add_argument_group("one registered GRPO step: float32 on 1 thread vs the chosen path")
     training.add_argument("--skip-training", action="store_true", help="skip the training step comparison")
     training.add_argument("--training-only", action="store_true", help="run only the training comparison")
@@ -108,21 +128,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("outputs") / "bench" / "runs",
         help="where --training-run-seed's run folder goes (default: outputs/bench/runs, git-ignored)",
     )
-    adapters = parser.add_argument_group("a trained LoRA adapter on llama.cpp vs transformers")
-    adapters.add_argument(
-        "--lora-adapter",
-        type=Path,
-        default=None,
-        help="PEFT folder or kept record .json: run only this check",
-    )
-    adapters.add_argument(
-        "--lora-base", default=DEFAULT_LORA_BASE, help="the adapter's base GGUF (path or file name)"
-    )
-    adapters.add_argument(
-        "--lora-calls", type=int, default=20, help="bounded-memory calls compared (default: 20)"
-    )
-    adapters.add_argument("--lora-output", type=Path, default=None, help="write the result as JSON here")
-    return parser
 
 
 def run_adapter_agreement(args: argparse.Namespace) -> dict:
