@@ -101,11 +101,6 @@ def _load_trainable_state(trainer: Any, state: dict[str, Any]) -> None:
                 parameter.copy_(state[name].to(parameter.dtype))
 
 
-def _release(trainer: Any) -> None:
-    del trainer
-    gc.collect()
-
-
 def training_bench(
     model_path: str | Path | None = None,
     *,
@@ -152,7 +147,8 @@ def training_bench(
                 trainer, samples, micro_batches, share=config.share_prompt_prefix
             )
             rows[name]["peak_rss_gb"] = round(_peak_rss_gb(), 1)
-            _release(trainer)
+            del trainer  # the next path loads its own model: free this one's first
+            gc.collect()
     reference, chosen = (gradients[name] for name in paths)
     names = list(paths)
     return {

@@ -18,7 +18,6 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from supersede_lib.models import cpu_features
 from supersede_lib.models.hf import dtype_label, fast_dtype
@@ -109,8 +108,3 @@ def check_recorded_precision(summary_path: Path, config_dtype: str, device: str)
             f"machine cpu_dtype 'auto' gives {here} ({why}). Set {CPU_DTYPE_ENV}={recorded} to retrain it "
             f"as recorded, or {CPU_DTYPE_ENV}={here} to train it in {here} on purpose"
         )
-
-
-def precision_summary(dtype: str, why: str, threads: int) -> dict[str, Any]:
-    """The precision facts a bench row or a report names beside a timing."""
-    return {"base_dtype": dtype, "why": why, "torch_threads": threads}
