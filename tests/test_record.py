@@ -57,6 +57,35 @@ def test_a_code_change_is_dirty_and_its_diff_is_hashed(repo: Path) -> None:
     assert provenance.commit_label(first) == first["commit"] + "-dirty"
 
 
+@pytest.fixture
+def checkout(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`repo` standing in for the project's checkout, nothing pinned yet."""
+    monkeypatch.setattr(provenance, "REPO_ROOT", repo)
+    monkeypatch.setattr(provenance, "_first_checkout_state", None)
+    monkeypatch.delenv(provenance.PINNED_STATE_ENV, raising=False)
+    return repo
+
+
+def test_a_long_run_names_the_commit_it_started_from_not_one_made_while_it_ran(checkout: Path) -> None:
+    started = provenance.pin_checkout_state()
+    (checkout / "code.py").write_text("x = 2\n")
+    _git(checkout, "commit", "-q", "-am", "made while the run ran")
+    assert provenance.read_git_state(checkout)["commit"] != started["commit"]
+    assert provenance.git_state() == started and provenance.commit_label() == started["commit"]
+
+
+def test_a_child_process_inherits_the_pinned_state_of_its_own_checkout_only(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pinned = {"commit": "a" * 40, "dirty": False}
+    monkeypatch.setenv(provenance.PINNED_STATE_ENV, json.dumps({"root": str(checkout), "state": pinned}))
+    assert provenance.git_state() == pinned
+    monkeypatch.setenv(provenance.PINNED_STATE_ENV, json.dumps({"root": "/another/clone", "state": pinned}))
+    assert (
+        provenance.git_state()["commit"] == provenance.read_git_state(checkout)["commit"] != pinned["commit"]
+    )
+
+
 def test_live_results_from_dirty_code_are_refused_in_outputs_unless_allowed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from supersede_lib.eval.provenance import pin_checkout_state
+
 PROG = "python -m supersede_lib"
 
 
@@ -92,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in COMMANDS:
         parser.error(f"unknown command {name!r} (choose from {', '.join(COMMANDS)})")
     command_main = importlib.import_module(COMMANDS[name].module).main
+    pin_checkout_state()  # every result of this command, in any child process, names the code it started from
     program = sys.argv[0]
     sys.argv[0] = f"{PROG} {name}"  # the `prog` of commands whose parser takes it from argv[0]
     try:

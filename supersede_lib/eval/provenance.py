@@ -21,6 +21,9 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR_NAME = "outputs"  # written by the studies themselves: not part of the code's state
 ALLOW_DIRTY_ENV = "SUPERSEDE_ALLOW_DIRTY"
+PINNED_STATE_ENV = "SUPERSEDE_PINNED_GIT_STATE"  # set by `pin_checkout_state` for child processes
+
+_first_checkout_state: dict[str, Any] | None = None
 
 
 class DirtyCheckoutError(RuntimeError):
@@ -39,12 +42,50 @@ def _code_pathspec() -> list[str]:
 
 
 def git_state(repo_dir: Path | None = None) -> dict[str, Any]:
-    """`{"commit", "dirty"}` of the checkout's code (results under outputs/ excluded); nulls without git.
+    """`{"commit", "dirty"}` of the code this process runs (results under outputs/ excluded); nulls
+    without git.
 
-    A dirty state also carries `diff_sha256`, the hash of `git diff HEAD` over the code, so two
-    runs from the same uncommitted change can be told apart from two different changes.
+    For the project's own checkout (no `repo_dir`) that is the state when the process first asked,
+    or the one its parent command pinned (`pin_checkout_state`): a run that takes hours must name
+    the code it started from, not a commit made while it ran. A dirty state also carries
+    `diff_sha256`, the hash of `git diff HEAD` over the code, so two runs from the same uncommitted
+    change can be told apart from two different changes.
     """
-    repo_dir = repo_dir or REPO_ROOT
+    if repo_dir is None:
+        return dict(_checkout_state())
+    return read_git_state(repo_dir)
+
+
+def pin_checkout_state() -> dict[str, Any]:
+    """Read the checkout's state once and hand it to every child process (a notebook's kernel),
+    so a long command's results all name the code it was started from."""
+    state = _checkout_state()
+    os.environ[PINNED_STATE_ENV] = json.dumps({"root": str(REPO_ROOT), "state": state})
+    return dict(state)
+
+
+def _checkout_state() -> dict[str, Any]:
+    """The pinned state of this checkout: inherited from the parent command, else read at first use."""
+    global _first_checkout_state
+    inherited = _inherited_state()
+    if inherited is not None:
+        return inherited
+    if _first_checkout_state is None:
+        _first_checkout_state = read_git_state(REPO_ROOT)
+    return _first_checkout_state
+
+
+def _inherited_state() -> dict[str, Any] | None:
+    """The parent's pinned state when it pinned this same checkout (a child in another clone reads its own)."""
+    try:
+        pinned = json.loads(os.environ.get(PINNED_STATE_ENV, ""))
+        return pinned["state"] if pinned["root"] == str(REPO_ROOT) else None
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
+def read_git_state(repo_dir: Path) -> dict[str, Any]:
+    """`git_state` read from `repo_dir` now (no pinning)."""
     try:
         commit = _git(["rev-parse", "HEAD"], repo_dir).strip()
         status = _git(["status", "--porcelain", "--untracked-files=no", *_code_pathspec()], repo_dir)
