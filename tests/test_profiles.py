@@ -10,6 +10,7 @@ import pytest
 
 from supersede_lib import profiles
 from supersede_lib.agent.settings import PAPER_NOTES_BUDGET_CHARS
+from supersede_lib.cli import reproduce as reproduce_cli
 from supersede_lib.data.episodes import EpisodeSpec, load_episodes
 from supersede_lib.eval.runner import DEFAULT_CONCURRENCY
 from supersede_lib.models.cache import ResponseCache
@@ -172,6 +173,29 @@ def test_recorded_responses_are_replayed_on_a_fresh_cache_and_live_calls_can_be_
     monkeypatch.setenv(profiles.LIVE_CALLS_ENV, "1")
     live = asyncio.run(profiles.model_for({"backend": "fake"}, profile).achat(messages))
     assert not live.cached
+
+
+def test_save_responses_carries_an_unfinished_runs_paid_calls_into_the_committed_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path / "outputs")
+    monkeypatch.setattr(profiles, "_imported_recordings", set())
+    monkeypatch.setattr(profiles, "REPO_ROOT", tmp_path)
+    path = tmp_path / "rec.yaml"
+    assert reproduce_cli.main(["--profile", str(tmp_path / "missing.yaml"), "--save-responses"]) == 2
+    path.write_text(MINIMAL)
+    assert reproduce_cli.main(["--profile", str(path), "--save-responses"]) == 2
+    assert "keeps no recorded responses" in capsys.readouterr().err
+    path.write_text(MINIMAL + "recorded_responses: recorded.jsonl.gz\n")
+    assert reproduce_cli.main(["--profile", str(path), "--save-responses"]) == 0
+    assert "no local response cache" in capsys.readouterr().out
+    assert not (tmp_path / "recorded.jsonl.gz").exists()
+
+    profile = load_profile(path)
+    asyncio.run(profiles.model_for({"backend": "fake"}, profile).achat([{"role": "user", "content": "hi"}]))
+    assert reproduce_cli.main(["--profile", str(path), "--save-responses"]) == 0
+    assert "1 replies -> recorded.jsonl.gz" in capsys.readouterr().out
+    assert ResponseCache(tmp_path / "fresh.sqlite").import_responses(tmp_path / "recorded.jsonl.gz") == 1
 
 
 BASE_PROFILE = {"name": "x", "model": {"backend": "fake"}}

@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     chosen.add_argument(
         "--record", action="store_true", help="replay, then adopt what changed into outputs/ (on purpose)"
     )
+    chosen.add_argument(
+        "--save-responses",
+        action="store_true",
+        help="write the local response cache to the profile's recorded-responses file and stop: commit it to "
+        "finish a stopped run on another machine with --run, paying for no call twice",
+    )
     parser.add_argument(
         "--allow-dirty",
         action="store_true",
@@ -71,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.replay
         else "auto"
     )
+    if args.save_responses:
+        return save_responses(args.profile)
     unreachable = reachability.unreachable_message(args.profile, live=args.live)
     if unreachable:  # before any notebook starts: offline, one line saying what to run instead
         print(f"STOPPED: {unreachable}", file=sys.stderr)
@@ -88,4 +96,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if run.mode == "replay" and not (run.verdict.ok and run.report_current is not False):
         return 1
+    return 0
+
+
+def save_responses(profile_name: str) -> int:
+    """Export the profile's local cache (every reply paid for so far, an unfinished run's included) to
+    its recorded-responses file: a local cache does not move with a clone, a committed file does."""
+    try:
+        profile = profiles.load_profile(profile_name)
+    except profiles.ProfileError as error:
+        print(f"STOPPED: {error}", file=sys.stderr)
+        return 2
+    if profile.recorded_responses is None:
+        print(
+            f"STOPPED: profile {profile.name} keeps no recorded responses (no `recorded_responses:`)",
+            file=sys.stderr,
+        )
+        return 2
+    saved = profiles.save_recorded_responses(profile)
+    if saved is None:
+        print(f"nothing to save: profile {profile.name} has no local response cache here")
+        return 0
+    print(f"recorded responses: {saved} replies -> {profile.recorded_responses}")
     return 0

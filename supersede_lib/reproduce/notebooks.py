@@ -55,7 +55,10 @@ MODES_HELP = """modes:
   --run      write into outputs/ like --live, but read back the replies already in the local cache:
              how a --live run stopped by a kill or a session's end is finished without paying twice.
   --record   replay, then adopt the tables that changed into outputs/ keeping recorded live
-             measurements: regenerate the record on purpose after an intended change."""
+             measurements: regenerate the record on purpose after an intended change.
+  --save-responses  write the local cache (an unfinished run's replies too) to the profile's
+             recorded-responses file and stop: commit it, and --run on another machine reads the
+             paid calls back from it."""
 KERNEL_NAME = "python3"
 # The kernel talks to papermill over local IPC sockets, not TCP: nothing else can reach it, and the
 # kernel no longer warns on every start that TCP without CurveZMQ keys is unencrypted
