@@ -47,6 +47,25 @@ def test_embedded_model_replies_greedily_with_token_counts(small_model):
     assert second.text == first.text  # temperature 0 is greedy: same prompt, same reply
 
 
+def test_parallel_slots_answer_requests_in_flight_together(small_model):
+    """Three slots, three different questions at once: each gets the reply the one-slot model gives
+    it alone (greedy, short replies): no slot mix-up, and here no change from batching."""
+    questions = ["Name a yellow fruit.", "What is 2 + 2?", "What colour is snow?"]
+    asked = [[MESSAGES[0], {"role": "user", "content": question}] for question in questions]
+    slots = EmbeddedGGUFModel(small_model.model_path, n_ctx=1024, n_threads=1, n_parallel=3)
+
+    async def together():
+        return await asyncio.gather(*(slots.achat(messages, max_tokens=8) for messages in asked))
+
+    try:
+        batched = asyncio.run(together())
+    finally:
+        slots.close()
+    alone = [small_model.chat(messages, max_tokens=8) for messages in asked]
+    assert len({reply.text for reply in alone}) > 1  # a mix-up of slots would show
+    assert [reply.text for reply in batched] == [reply.text for reply in alone]
+
+
 def test_embedded_model_serves_openai_compatible_http(small_model):
     base_url = small_model.serve()
     assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")

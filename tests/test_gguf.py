@@ -73,6 +73,15 @@ def test_embedded_threads_come_from_the_spec_then_the_environment(tmp_path, monk
         EmbeddedGGUFModel(model_file)
 
 
+def test_parallel_slots_keep_their_replies_apart_from_one_slot_replies(tmp_path):
+    model_file = tmp_path / "tiny.gguf"
+    model_file.write_bytes(b"not really a model")
+    assert EmbeddedGGUFModel(model_file).cache_namespace == "embedded"
+    assert EmbeddedGGUFModel(model_file, n_parallel=4).cache_namespace == "embedded-slots"
+    with pytest.raises(ModelConfigError, match="n_parallel must be at least 1"):
+        EmbeddedGGUFModel(model_file, n_parallel=0)
+
+
 def test_embedded_model_with_a_broken_file_raises_config_error(tmp_path):
     pytest.importorskip("xllamacpp")
     model_file = tmp_path / "broken.gguf"

@@ -94,7 +94,9 @@ def _judge_model(
         )
         model.load()
         return model
-    return EmbeddedGGUFModel(base_path, n_ctx=LLAMACPP_CONTEXT, n_threads=threads, lora_adapter=record)
+    return EmbeddedGGUFModel(
+        base_path, n_ctx=LLAMACPP_CONTEXT, n_threads=threads, lora_adapter=record, n_parallel=in_flight
+    )
 
 
 def _dtype_of(model: Any) -> str:
@@ -124,7 +126,7 @@ def judging_bench(
 
     `engine`: `prefix_cache` (07's transformers engine; weights in `dtype`, default this CPU's fast one), `batched`
     (transformers serving `in_flight` episodes' calls in one generate) or `llamacpp` (the Q4 GGUF with
-    the adapter converted to a GGUF LoRA, `models.lora_gguf`)."""
+    the adapter converted to a GGUF LoRA, `models.lora_gguf`; `in_flight` slots decoded together)."""
     if engine not in JUDGE_ENGINES:
         raise ValueError(f"engine {engine!r}: expected one of {', '.join(JUDGE_ENGINES)}")
     import torch

@@ -108,7 +108,12 @@ def _add_training_and_judging_options(parser: argparse.ArgumentParser) -> None:
         default="prefix_cache",
         help="prefix_cache (07's, this CPU's dtype), batched (transformers) or llamacpp (GGUF LoRA)",
     )
-    judging.add_argument("--judge-in-flight", type=int, default=1, help="episodes in flight (default: 1)")
+    judging.add_argument(
+        "--judge-in-flight",
+        type=int,
+        default=1,
+        help="episodes in flight: a transformers batch or llama.cpp slots (default: 1)",
+    )
     judging.add_argument(
         "--judge-dtype",
         choices=("bfloat16", "float32"),

@@ -48,8 +48,12 @@ def threads_from_env() -> int | None:
 class EmbeddedGGUFModel:
     """A GGUF model run in-process on CPU by `xllamacpp` (llama.cpp's server engine).
 
-    The model loads on first use. Calls are serialised with a lock and run in a worker thread
-    (`asyncio.to_thread`; xllamacpp releases the GIL) so the event loop stays responsive.
+    The model loads on first use. Calls run in a worker thread (`asyncio.to_thread`; xllamacpp
+    releases the GIL) so the event loop stays responsive; at most `n_parallel` at once. With one slot
+    (the default) calls are serialised; with more, llama.cpp decodes the in-flight requests together
+    (continuous batching, each slot with its own `n_ctx` and prompt cache): more replies a second on
+    a CPU, but a batch can round differently from a lone request, so such replies are cached under
+    their own namespace (`embedded-slots`), never mixed with one-slot replies.
     Temperature 0 is greedy decoding. `max_tokens=None` uses `default_max_tokens`, because an
     uncapped small model can ramble until the context is full.
 
@@ -69,7 +73,10 @@ class EmbeddedGGUFModel:
         default_max_tokens: int = 512,
         verbose: bool = False,
         lora_adapter: str | Path | None = None,
+        n_parallel: int = 1,
     ) -> None:
+        if n_parallel < 1:
+            raise ModelConfigError(f"n_parallel must be at least 1, got {n_parallel}")
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.is_file():
             raise ModelConfigError(
@@ -84,10 +91,11 @@ class EmbeddedGGUFModel:
         self.n_threads = n_threads if n_threads is not None else threads_from_env()
         self.default_max_tokens = default_max_tokens
         self.verbose = verbose
-        self.cache_namespace = "embedded"
+        self.n_parallel = n_parallel
+        self.cache_namespace = "embedded" if n_parallel == 1 else "embedded-slots"
         self._server: Any = None
         self._load_lock = threading.Lock()
-        self._call_lock = threading.Lock()
+        self._call_slots = threading.BoundedSemaphore(n_parallel)
 
     @property
     def loaded(self) -> bool:
@@ -106,8 +114,8 @@ class EmbeddedGGUFModel:
                 ) from error
             params = xllamacpp.CommonParams()
             params.model.path = str(self.model_path)
-            params.n_ctx = self.n_ctx
-            params.n_parallel = 1
+            params.n_ctx = self.n_ctx * self.n_parallel  # llama.cpp divides the context among its slots
+            params.n_parallel = self.n_parallel
             if self.n_threads is not None:
                 params.cpuparams.n_threads = self.n_threads
                 params.cpuparams_batch.n_threads = self.n_threads
@@ -137,8 +145,12 @@ class EmbeddedGGUFModel:
 
     def close(self) -> None:
         """Free the model (and stop its HTTP listener); a later call loads it again."""
-        with self._load_lock, self._call_lock:
+        with self._load_lock:
+            for _ in range(self.n_parallel):  # every call in flight finishes first
+                self._call_slots.acquire()
             self._server = None
+            for _ in range(self.n_parallel):
+                self._call_slots.release()
 
     def request_body(
         self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int
@@ -162,7 +174,7 @@ class EmbeddedGGUFModel:
         """Blocking call (used by `achat` in a worker thread; handy in scripts)."""
         self.load()
         body = self.request_body(messages, max_tokens, temperature, seed)
-        with self._call_lock:
+        with self._call_slots:
             started = time.perf_counter()
             try:
                 response = self._server.handle_chat_completions(body)
