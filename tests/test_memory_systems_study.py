@@ -132,15 +132,22 @@ def test_a_policy_the_server_cannot_serve_is_a_refused_row_never_a_failure(
     assert not list(folder.glob("*core_memory*.csv"))  # refused before any call: no run files
 
 
-def _run(episodes: list[str], failed: set[str], correct: set[str]) -> SimpleNamespace:
+def _run(
+    episodes: list[str],
+    failed: set[str],
+    correct: set[str],
+    final_notes: list[str] | None = None,
+    hold_stale: list[bool] | None = None,
+) -> SimpleNamespace:
+    """A run's stand-in: its frame only (every memory holds the current value unless told)."""
     frame = pd.DataFrame(
         {
             "episode_id": episodes,
             "verdict": ["correct" if key in correct else "wrong" for key in episodes],
             "failed": [key in failed for key in episodes],
             "notes_hold_current": [True] * len(episodes),
-            "notes_hold_stale": [False] * len(episodes),
-            "final_notes": ["- a: 1"] * len(episodes),
+            "notes_hold_stale": hold_stale or [False] * len(episodes),
+            "final_notes": final_notes or ["- a: 1"] * len(episodes),
             "memory_failures": [0] * len(episodes),
             "n_calls": [3] * len(episodes),
             "prompt_tokens": [100] * len(episodes),

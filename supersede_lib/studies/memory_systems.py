@@ -280,14 +280,15 @@ def policy_row(found: PolicyRun, left_out: set[str], grader: str) -> dict[str, A
         trajectories = [t for t in found.run.trajectories if str(t.get("episode_id")) not in left_out]
         n = max(len(kept), 1)
         bounded = found.policy != FULL_CONTEXT
+        empty = kept["final_notes"].map(is_empty_notes).astype(bool)
         row.update(
             failed=len(frame) - len(kept),
             stale_answer_rate=float((kept["verdict"] == "stale").mean()) if len(kept) else None,
             held_current_share=_share(kept["notes_hold_current"]) if bounded else None,
             held_stale_share=_share(kept["notes_hold_stale"]) if bounded else None,
-            held_empty_share=float(kept["final_notes"].map(is_empty_notes).mean())
-            if bounded and len(kept)
-            else None,
+            held_empty_share=float(empty.mean()) if bounded and len(kept) else None,
+            # M3 of the log: how often a memory that holds something holds a superseded value
+            held_stale_share_nonempty=_share(kept.loc[~empty, "notes_hold_stale"]) if bounded else None,
             memory_failures_per_episode=float(kept["memory_failures"].fillna(0).sum()) / n,
             calls_per_episode=float(kept["n_calls"].sum()) / n,
             embed_calls_per_episode=_embed_calls(trajectories) / n,
