@@ -102,6 +102,20 @@ def test_mcnemar_pairs_each_policy_with_the_reference_and_holm_within_model(
         assert accuracies[(row["model"], f"accuracy {row['policy']}")] == pytest.approx(row["accuracy"])
 
 
+def test_the_predictions_are_judged_and_written_beside_the_tables(memory_systems, output_root: Path) -> None:
+    folder = output_root / "smoke" / NOTEBOOK_MEMORY_SYSTEMS
+    assert list(memory_systems.predictions["prediction"]) == ["M1", "M2", "M3", "M4", "M5", "M6"]
+    # the fake servers' names carry no size tag (0.5B, 1.5B): no clause can be read
+    assert set(memory_systems.predictions["verdict"]) == {"not evaluable"}
+    clauses = pd.read_csv(folder / "predictions.csv")
+    assert (
+        len(clauses) == len(memory_systems.prediction_clauses)
+        and clauses["result"].str.startswith("not evaluable (no model tagged").all()
+    )
+    assert "| M6 |" in (folder / "predictions.md").read_text()
+    assert memory_systems.accuracy["held_stale_share_nonempty"].notna().any()  # M3's share, per row
+
+
 def _one_model(tmp_path: Path, policies: list[dict]) -> profiles.Profile:
     overrides = {
         "memory_systems": {
