@@ -449,6 +449,10 @@ def memory_systems_notebook() -> nbformat.NotebookNode:
                 "show(result.mcnemar, 'Paired with the reference: exact McNemar, Holm within model')"
             ),
             new_code_cell(
+                "show(result.predictions, 'Predictions M1-M6 of docs/memory-systems-log.md, kept or broken')\n"
+                "show(result.prediction_clauses, 'Each prediction clause by clause, with the numbers it read')"
+            ),
+            new_code_cell(
                 "if not result.sanity.empty:\n"
                 "    show(result.sanity, 'Real LongMemEval records (sanity row; counts only)')"
             ),

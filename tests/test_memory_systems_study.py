@@ -102,6 +102,20 @@ def test_mcnemar_pairs_each_policy_with_the_reference_and_holm_within_model(
         assert accuracies[(row["model"], f"accuracy {row['policy']}")] == pytest.approx(row["accuracy"])
 
 
+def test_the_predictions_are_judged_and_written_beside_the_tables(memory_systems, output_root: Path) -> None:
+    folder = output_root / "smoke" / NOTEBOOK_MEMORY_SYSTEMS
+    assert list(memory_systems.predictions["prediction"]) == ["M1", "M2", "M3", "M4", "M5", "M6"]
+    # the fake servers' names carry no size tag (0.5B, 1.5B): no clause can be read
+    assert set(memory_systems.predictions["verdict"]) == {"not evaluable"}
+    clauses = pd.read_csv(folder / "predictions.csv")
+    assert (
+        len(clauses) == len(memory_systems.prediction_clauses)
+        and clauses["result"].str.startswith("not evaluable (no model tagged").all()
+    )
+    assert "| M6 |" in (folder / "predictions.md").read_text()
+    assert memory_systems.accuracy["held_stale_share_nonempty"].notna().any()  # M3's share, per row
+
+
 def _one_model(tmp_path: Path, policies: list[dict]) -> profiles.Profile:
     overrides = {
         "memory_systems": {
@@ -132,15 +146,22 @@ def test_a_policy_the_server_cannot_serve_is_a_refused_row_never_a_failure(
     assert not list(folder.glob("*core_memory*.csv"))  # refused before any call: no run files
 
 
-def _run(episodes: list[str], failed: set[str], correct: set[str]) -> SimpleNamespace:
+def _run(
+    episodes: list[str],
+    failed: set[str],
+    correct: set[str],
+    final_notes: list[str] | None = None,
+    hold_stale: list[bool] | None = None,
+) -> SimpleNamespace:
+    """A run's stand-in: its frame only (every memory holds the current value unless told)."""
     frame = pd.DataFrame(
         {
             "episode_id": episodes,
             "verdict": ["correct" if key in correct else "wrong" for key in episodes],
             "failed": [key in failed for key in episodes],
             "notes_hold_current": [True] * len(episodes),
-            "notes_hold_stale": [False] * len(episodes),
-            "final_notes": ["- a: 1"] * len(episodes),
+            "notes_hold_stale": hold_stale or [False] * len(episodes),
+            "final_notes": final_notes or ["- a: 1"] * len(episodes),
             "memory_failures": [0] * len(episodes),
             "n_calls": [3] * len(episodes),
             "prompt_tokens": [100] * len(episodes),

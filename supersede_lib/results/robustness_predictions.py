@@ -192,20 +192,31 @@ def prediction_result(results: list[str]) -> str:
     return MISSING if MISSING in results else NO_PAIRS
 
 
-def judge_predictions(drops: pd.DataFrame) -> pd.DataFrame:
-    """P1-P7 each kept, broken or not evaluable, with its clauses' results (`judge_clauses`) beside."""
-    clauses = judge_clauses(drops)
+def per_prediction(
+    clauses: pd.DataFrame,
+    describe: Callable[[dict], str],
+    conclude: Callable[[list[str]], str],
+    verdict_column: str = "result",
+) -> pd.DataFrame:
+    """One row per prediction of a clause table (columns `prediction`, `result`): its verdict
+    (`conclude` on its clauses' results) and its clauses, each written by `describe`, in one cell."""
     rows = []
     for name, group in clauses.groupby("prediction", sort=False):
-        parts = [
-            f"{row['model']}, {row['perturbation']}: {row['rule']}: {row['result']}"
-            for row in group.to_dict("records")
-        ]
+        records = group.to_dict("records")
         rows.append(
             {
                 "prediction": name,
-                "result": prediction_result(group["result"].tolist()),
-                "clauses": "; ".join(parts),
+                verdict_column: conclude([row["result"] for row in records]),
+                "clauses": "; ".join(describe(row) for row in records),
             }
         )
     return pd.DataFrame(rows)
+
+
+def judge_predictions(drops: pd.DataFrame) -> pd.DataFrame:
+    """P1-P7 each kept, broken or not evaluable, with its clauses' results (`judge_clauses`) beside."""
+    return per_prediction(
+        judge_clauses(drops),
+        lambda row: f"{row['model']}, {row['perturbation']}: {row['rule']}: {row['result']}",
+        prediction_result,
+    )

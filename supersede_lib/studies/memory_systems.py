@@ -4,8 +4,9 @@
 each policy of `memory_systems.policies` and full context as the ceiling, through the one runner) →
 `analyse_memory_systems` (per model and policy: accuracy with its Wilson interval, stale answers, what
 the memory held when the answer was asked, memory failures, calls and tokens per episode; each policy
-paired with the reference entry, the paper's notes rewrite, by exact McNemar, Holm within a model) →
-`write_memory_systems` (tables, the accuracy-vs-cost figure, summary.json).
+paired with the reference entry, the paper's notes rewrite, by exact McNemar, Holm within a model;
+the log's predictions M1-M6 judged on those rows by `results.memory_predictions`) →
+`write_memory_systems` (tables, predictions, the accuracy-vs-cost figure, summary.json).
 
 A policy whose capability (tools, embeddings) the server lacks is refused by the runner before any
 call: its row says `refused` with the reason and has no number, never a failure. A question a run
@@ -50,6 +51,7 @@ from supersede_lib.results.headings import (
     headline_number,
     percent,
 )
+from supersede_lib.results.memory_predictions import judge_memory_clauses, judge_memory_predictions
 from supersede_lib.results.outputs import StudyResult, record_summary, study_progress, write_table
 from supersede_lib.studies.evaluation_sets import REAL_RECORDS_CACHE, REAL_RECORDS_FOLDER
 
@@ -92,6 +94,9 @@ class MemorySystemsResult(StudyResult):
     tables: PolicyTables
     table: pd.DataFrame  # the shown table (formatted cells)
     sanity: pd.DataFrame  # LongMemEval real records: counts only (empty when the files are absent)
+    # M1-M6 of docs/memory-systems-log.md, kept or broken, and clause by clause with the numbers read
+    predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    prediction_clauses: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def model(self) -> list[str]:
@@ -280,14 +285,15 @@ def policy_row(found: PolicyRun, left_out: set[str], grader: str) -> dict[str, A
         trajectories = [t for t in found.run.trajectories if str(t.get("episode_id")) not in left_out]
         n = max(len(kept), 1)
         bounded = found.policy != FULL_CONTEXT
+        empty = kept["final_notes"].map(is_empty_notes).astype(bool)
         row.update(
             failed=len(frame) - len(kept),
             stale_answer_rate=float((kept["verdict"] == "stale").mean()) if len(kept) else None,
             held_current_share=_share(kept["notes_hold_current"]) if bounded else None,
             held_stale_share=_share(kept["notes_hold_stale"]) if bounded else None,
-            held_empty_share=float(kept["final_notes"].map(is_empty_notes).mean())
-            if bounded and len(kept)
-            else None,
+            held_empty_share=float(empty.mean()) if bounded and len(kept) else None,
+            # M3 of the log: how often a memory that holds something holds a superseded value
+            held_stale_share_nonempty=_share(kept.loc[~empty, "notes_hold_stale"]) if bounded else None,
             memory_failures_per_episode=float(kept["memory_failures"].fillna(0).sum()) / n,
             calls_per_episode=float(kept["n_calls"].sum()) / n,
             embed_calls_per_episode=_embed_calls(trajectories) / n,
@@ -400,6 +406,8 @@ def analyse_memory_systems(profile: Profile, runs: list[PolicyRun]) -> MemorySys
         tables=tables,
         table=shown_table(tables),
         sanity=sanity,
+        predictions=judge_memory_predictions(tables.accuracy),
+        prediction_clauses=judge_memory_clauses(tables.accuracy),
     )
 
 
@@ -412,6 +420,15 @@ TABLE_NOTE = (
     "last column pairs each policy with the reference row by question (b: reference right, policy "
     "wrong; c: the reverse), exact McNemar, Holm's adjustment across the policies of one model. A "
     "refused row is a policy whose capability the server lacks: refused before any call, no number."
+)
+
+
+PREDICTIONS_NOTE = (
+    "M1-M6 of docs/memory-systems-log.md (committed before any policy but notes ran live), judged by "
+    "its rules on the synthetic rows above (`results.memory_predictions`): models by the size tag "
+    '(0.5B, 1.5B) in their names; "the highest" of a set holds on a tie; a prediction is kept when '
+    "every clause holds, broken when one does not, not evaluable when a model or policy it reads is "
+    "missing or refused. The CSV lists every clause with the numbers it read (shares in points)."
 )
 
 
@@ -455,6 +472,9 @@ def write_memory_systems(result: MemorySystemsResult, directory: Path | None = N
         write_table(directory, "table_memory_systems", result.table, note, first_line=first_line),
         write_table(directory, "accuracy", result.accuracy),
         write_table(directory, "mcnemar", result.mcnemar),
+        write_table(
+            directory, "predictions", result.prediction_clauses, PREDICTIONS_NOTE, result.predictions
+        ),
     ]
     if not result.sanity.empty:
         tables.append(
