@@ -159,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.judge_adapter is not None:
         name = f"judging-{args.judge_adapter.stem}-{args.judge_set}-{args.judge_engine}-{args.judge_dtype or 'fast'}"
+        name += (
+            f"-{args.judge_in_flight}-in-flight" if args.judge_in_flight > 1 else ""
+        )  # one file per setting
         result = judging_bench(
             args.judge_adapter,
             args.judge_recorded,
