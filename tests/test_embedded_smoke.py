@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import SMALL_MODEL_FILES, small_model_file
 
+from supersede_lib.agent.episode import Episode, Session, Turn
+from supersede_lib.eval.memory_metrics import embedding_calls
+from supersede_lib.eval.runner import RunSettings, run_condition
 from supersede_lib.models.gguf import MODEL_DIR_ENV, EmbeddedGGUFModel, default_model_dir
 from supersede_lib.models.openai_api import OpenAIChatModel
 
@@ -64,6 +67,48 @@ def test_parallel_slots_answer_requests_in_flight_together(small_model):
     alone = [small_model.chat(messages, max_tokens=8) for messages in asked]
     assert len({reply.text for reply in alone}) > 1  # a mix-up of slots would show
     assert [reply.text for reply in batched] == [reply.text for reply in alone]
+
+
+BERLIN = Episode(
+    episode_id="berlin",
+    sessions=(Session("s0", "2023/05/09 (Tue) 10:00", (Turn("user", "I just moved to Berlin."),)),),
+    question="Which city do I live in?",
+    question_date="2023/06/01 (Thu) 10:00",
+    gold_answers=("Berlin",),
+)
+
+
+@pytest.mark.parametrize("memory", ["mem0", "core_memory"])
+def test_the_in_process_engine_serves_the_policies_that_need_tools_or_embeddings(small_model, memory):
+    """Mem0 (embeddings) and the core-memory block (tool calls) run on the embedded llama.cpp model
+    through the runner, never refused: the engine notebook 08's profiles name. Mem0's prompts take
+    ~1,500 tokens, so this model gets a 4,096-token context."""
+    model = EmbeddedGGUFModel(small_model.model_path, n_ctx=4096, n_threads=1)
+    assert model.missing_capabilities(frozenset({"tools", "embeddings"})) == {}
+    try:
+        run = run_condition(
+            [BERLIN], "bounded_memory", model, RunSettings(memory=memory, concurrency=1), progress=False
+        )
+    finally:
+        model.close()
+    row = run.frame.iloc[0]
+    assert not row["error"] and isinstance(row["answer"], str)
+    assert (embedding_calls(run.trajectories[0]["turns"]) > 0) == (memory == "mem0")
+
+
+def test_a_context_overflow_inside_mem0_is_the_questions_error_not_a_crash(small_model):
+    """The answer closes Mem0's store; the row still reads the memory it held (a 1,024-token context
+    overflows at Mem0's first prompt, ending the rollout early)."""
+    run = run_condition(
+        [BERLIN], "bounded_memory", small_model, RunSettings(memory="mem0", concurrency=1), progress=False
+    )
+    assert "context overflow" in run.frame.iloc[0]["error"]
+
+
+def test_embeddings_come_back_one_vector_per_text(small_model):
+    result = asyncio.run(small_model.aembed(["I live in Berlin.", "My cat is Tofu."]))
+    assert len(result.vectors) == 2 and len(result.vectors[0]) == len(result.vectors[1]) > 0
+    assert result.vectors[0] != result.vectors[1] and result.prompt_tokens > 0
 
 
 def test_embedded_model_serves_openai_compatible_http(small_model):

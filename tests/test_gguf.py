@@ -78,6 +78,10 @@ def test_parallel_slots_keep_their_replies_apart_from_one_slot_replies(tmp_path)
     model_file.write_bytes(b"not really a model")
     assert EmbeddedGGUFModel(model_file).cache_namespace == "embedded"
     assert EmbeddedGGUFModel(model_file, n_parallel=4).cache_namespace == "embedded-slots"
+    assert EmbeddedGGUFModel(model_file).missing_capabilities(frozenset({"tools", "embeddings"})) == {}
+    assert set(
+        EmbeddedGGUFModel(model_file, n_parallel=4).missing_capabilities(frozenset({"embeddings"}))
+    ) == {"embeddings"}
     with pytest.raises(ModelConfigError, match="n_parallel must be at least 1"):
         EmbeddedGGUFModel(model_file, n_parallel=0)
 

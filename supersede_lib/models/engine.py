@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from supersede_lib.models import cpu_features
 from supersede_lib.models.batched import BatchedHFChatModel
-from supersede_lib.models.chat import ChatModel, ChatResult, Message, ModelConfigError
+from supersede_lib.models.chat import ChatModel, ChatResult, EmbedResult, Message, ModelConfigError
 from supersede_lib.models.gguf import (
     DEFAULT_GGUF_FILE,
     EmbeddedGGUFModel,
@@ -203,6 +203,7 @@ class DeferredEmbeddedModel:
         if options.get("lora_adapter") is not None:
             self.name = adapted_model_name(self.name, read_lora_adapter(options["lora_adapter"]))
         choice = detect_engine(engine_for_adapter(options.get("engine", "auto"), options.get("lora_adapter")))
+        self.engine = choice.engine
         self.cache_namespace = "embedded" if choice.engine == "llamacpp" else f"transformers-{choice.dtype}"
         self._model: ChatModel | None = None
         self._lock = threading.Lock()
@@ -218,6 +219,16 @@ class DeferredEmbeddedModel:
                 self._model = make_embedded_model(path, **self._options)
             return self._model
 
+    def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
+        """Answered from the engine this machine picks, without loading it (a replay needs no file):
+        llama.cpp serves tools and embeddings, the transformers engine neither."""
+        if self.engine == "llamacpp":
+            return {}
+        return {
+            need: f"the transformers engine offers no {need} (engine: llamacpp does)"
+            for need in sorted(needs)
+        }
+
     async def achat(
         self,
         messages: list[Message],
@@ -225,9 +236,20 @@ class DeferredEmbeddedModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int = 0,
+        **options: Any,
     ) -> ChatResult:
+        """The built model's reply; `options` (a memory policy's `tools`, `response_format`) pass on."""
         model = await asyncio.to_thread(self._build)
-        return await model.achat(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        return await model.achat(
+            messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
+        )
+
+    async def aembed(self, texts: list[str]) -> EmbedResult:
+        model = await asyncio.to_thread(self._build)
+        aembed = getattr(model, "aembed", None)
+        if aembed is None:
+            raise ModelConfigError(f"{self.name}: the {self.engine} engine serves no embeddings")
+        return await aembed(texts)
 
     def close(self) -> None:
         close = getattr(self._model, "close", None)

@@ -20,12 +20,14 @@ import huggingface_hub
 from supersede_lib.models.chat import (
     ChatResult,
     ContextOverflowError,
+    EmbedResult,
     Message,
     ModelCallError,
     ModelConfigError,
     one_line,
 )
 from supersede_lib.models.lora_gguf import adapted_model_name, convert_lora_adapter, read_lora_adapter
+from supersede_lib.models.openai_api import MalformedResponse, read_embeddings, read_tool_calls
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +118,11 @@ class EmbeddedGGUFModel:
             params.model.path = str(self.model_path)
             params.n_ctx = self.n_ctx * self.n_parallel  # llama.cpp divides the context among its slots
             params.n_parallel = self.n_parallel
+            if self.serves_embeddings:
+                # /v1/embeddings beside chat (Mem0's vectors: mean-pooled hidden states); chat replies and
+                # their speed are the same as without it (greedy, SmolLM2-135M and Qwen2.5-Coder-0.5B)
+                params.embedding = True
+                params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
             if self.n_threads is not None:
                 params.cpuparams.n_threads = self.n_threads
                 params.cpuparams_batch.n_threads = self.n_threads
@@ -152,16 +159,40 @@ class EmbeddedGGUFModel:
             for _ in range(self.n_parallel):
                 self._call_slots.release()
 
+    @property
+    def serves_embeddings(self) -> bool:
+        """One slot only: this llama.cpp build aborts at load (a ggml assert) with embeddings on and
+        several slots."""
+        return self.n_parallel == 1
+
+    def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
+        """Tools go through the model's own chat template (llama.cpp's Jinja, on by default);
+        embeddings are on with one slot (`serves_embeddings`)."""
+        if "embeddings" in needs and not self.serves_embeddings:
+            return {"embeddings": f"{self.name} runs {self.n_parallel} llama.cpp slots; embeddings need one"}
+        return {}
+
     def request_body(
-        self, messages: list[Message], max_tokens: int | None, temperature: float, seed: int
+        self,
+        messages: list[Message],
+        max_tokens: int | None,
+        temperature: float,
+        seed: int,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "messages": messages,
             "max_tokens": self.default_max_tokens if max_tokens is None else max_tokens,
             "temperature": temperature,
             "seed": seed,
             "cache_prompt": True,  # reuse the KV cache for the shared system prompt
         }
+        if tools:
+            body["tools"] = tools
+        if response_format:
+            body["response_format"] = response_format  # llama.cpp turns a JSON schema into a grammar
+        return body
 
     def chat(
         self,
@@ -170,10 +201,12 @@ class EmbeddedGGUFModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int = 0,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
         """Blocking call (used by `achat` in a worker thread; handy in scripts)."""
         self.load()
-        body = self.request_body(messages, max_tokens, temperature, seed)
+        body = self.request_body(messages, max_tokens, temperature, seed, tools, response_format)
         with self._call_slots:
             started = time.perf_counter()
             try:
@@ -190,10 +223,34 @@ class EmbeddedGGUFModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int = 0,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
         return await asyncio.to_thread(
-            self.chat, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+            self.chat,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            tools=tools,
+            response_format=response_format,
         )
+
+    def embed(self, texts: list[str]) -> EmbedResult:
+        """One mean-pooled vector per text from llama.cpp's embeddings endpoint (blocking)."""
+        self.load()
+        with self._call_slots:
+            started = time.perf_counter()
+            try:
+                response = self._server.handle_embeddings({"input": list(texts), "model": self.name})
+                vectors, prompt_tokens = read_embeddings(response, list(texts))
+            except (ValueError, MalformedResponse) as error:
+                raise ModelCallError(f"{self.name}: embeddings failed: {one_line(error)}") from error
+            latency_s = time.perf_counter() - started
+        return EmbedResult(vectors, prompt_tokens, latency_s, model=self.name)
+
+    async def aembed(self, texts: list[str]) -> EmbedResult:
+        return await asyncio.to_thread(self.embed, texts)
 
 
 def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s: float) -> ChatResult:
@@ -226,6 +283,7 @@ def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s
         latency_s=latency_s,
         model=model,
         finish_reason=choice.get("finish_reason"),
+        tool_calls=read_tool_calls(choice["message"].get("tool_calls")),
     )
 
 

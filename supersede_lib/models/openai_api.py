@@ -121,7 +121,7 @@ def is_local_url(base_url: str | None) -> bool:
 SleepFunction = Callable[[float], Awaitable[None]]
 
 
-class _MalformedResponse(Exception):
+class MalformedResponse(Exception):
     """The server answered 200 but the body is not a usable chat completion."""
 
 
@@ -356,7 +356,7 @@ class OpenAIChatModel:
         body = {"model": self.embedding_model or self.model, "input": list(texts)}
         started = time.perf_counter()
         vectors, prompt_tokens = await self._post(
-            EMBEDDINGS_PATH, body, lambda reply: _read_embeddings(reply, texts)
+            EMBEDDINGS_PATH, body, lambda reply: read_embeddings(reply, texts)
         )
         self.prompt_tokens += prompt_tokens
         return EmbedResult(
@@ -478,7 +478,7 @@ class OpenAIChatModel:
             return self._connection_failed(error)
         if isinstance(
             error,
-            _MalformedResponse
+            MalformedResponse
             | openai.APIResponseValidationError
             | json.JSONDecodeError,  # a 200 whose body is not JSON
         ):
@@ -585,17 +585,17 @@ class OpenAIChatModel:
 
 
 def _read_completion(body: Any, model: str) -> ChatResult:
-    """The reply in a chat-completions JSON body (`content: null` -> ""); `_MalformedResponse` if
+    """The reply in a chat-completions JSON body (`content: null` -> ""); `MalformedResponse` if
     unusable. The body is read as the server sent it (the SDK's `cast_to=object`): building the SDK's
     typed `ChatCompletion` cost a sixth of the client's CPU per call on the bench, for five fields."""
     try:
         choice = body["choices"][0]
         text = choice["message"].get("content") or ""
     except (AttributeError, IndexError, KeyError, TypeError) as error:
-        raise _MalformedResponse(f"response has no choices[0].message ({type(body).__name__})") from error
+        raise MalformedResponse(f"response has no choices[0].message ({type(body).__name__})") from error
     if not isinstance(text, str):
-        raise _MalformedResponse(f"message content is {type(text).__name__}, not text")
-    tool_calls = _read_tool_calls(choice["message"].get("tool_calls"))
+        raise MalformedResponse(f"message content is {type(text).__name__}, not text")
+    tool_calls = read_tool_calls(choice["message"].get("tool_calls"))
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     details = usage.get("prompt_tokens_details")
     cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
@@ -615,7 +615,7 @@ def _read_completion(body: Any, model: str) -> ChatResult:
     )
 
 
-def _read_tool_calls(calls: Any) -> tuple[dict[str, str], ...]:
+def read_tool_calls(calls: Any) -> tuple[dict[str, str], ...]:
     """A message's `tool_calls` as `{"name", "arguments"}` pairs, arguments as the JSON text the server
     sent (an object some servers send is written back as JSON text); whatever the model wrote in them
     is the memory policy's to judge, not a malformed response."""
@@ -631,18 +631,18 @@ def _read_tool_calls(calls: Any) -> tuple[dict[str, str], ...]:
     return tuple(read)
 
 
-def _read_embeddings(body: Any, texts: list[str]) -> tuple[tuple[tuple[float, ...], ...], int]:
+def read_embeddings(body: Any, texts: list[str]) -> tuple[tuple[tuple[float, ...], ...], int]:
     """The vectors of an embeddings body, in the order of `texts`, and its prompt tokens;
-    `_MalformedResponse` when it holds other than one vector of numbers per text."""
+    `MalformedResponse` when it holds other than one vector of numbers per text."""
     try:
         items = sorted(body["data"], key=lambda item: item.get("index", 0))
         vectors = tuple(tuple(float(value) for value in item["embedding"]) for item in items)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
-        raise _MalformedResponse(
+        raise MalformedResponse(
             f"embeddings response has no data[].embedding ({type(body).__name__})"
         ) from error
     if len(vectors) != len(texts) or any(not vector for vector in vectors):
-        raise _MalformedResponse(f"{len(vectors)} vectors for {len(texts)} texts")
+        raise MalformedResponse(f"{len(vectors)} vectors for {len(texts)} texts")
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     return vectors, _count_field(usage, "prompt_tokens")
 
@@ -839,7 +839,7 @@ def _probe_post(
         try:
             check(response.json())
             return None
-        except (ValueError, _MalformedResponse) as error:
+        except (ValueError, MalformedResponse) as error:
             return f"200 without the expected reply: {one_line(error, 120)}"
     if response.status_code in (408, 429) or response.status_code >= 500 and response.status_code != 501:
         return None
@@ -851,7 +851,7 @@ def _embeddings_problem(base_url: str, model: str, headers: dict[str, str]) -> s
     or the server could not be reached (not a missing capability)."""
     body = {"model": model, "input": ["probe"]}
     url = f"{base_url.rstrip('/')}{EMBEDDINGS_PATH}"
-    return _probe_post(url, headers, body, lambda reply: _read_embeddings(reply, ["probe"]))
+    return _probe_post(url, headers, body, lambda reply: read_embeddings(reply, ["probe"]))
 
 
 def _probe_get(url: str, headers: dict[str, str]) -> tuple[bool, Any]:

@@ -277,6 +277,7 @@ class Mem0Policy(MemoryPolicy):
         self._awaiting_reply = False
         self._next_event: tuple[str, Any] | None = None
         self._answer_memories: list[dict[str, Any]] | None = None
+        self._closed_render: str | None = None
         self._worker = threading.Thread(target=self._work, name=f"mem0-policy-{id(self):x}", daemon=True)
         self._bridge.thread_names.add(self._worker.name)
         self._worker.start()
@@ -325,6 +326,8 @@ class Mem0Policy(MemoryPolicy):
         # between two calls Mem0's thread is parked in the bridge, so reading its store here is safe
         if self._memory is None:
             return ""
+        if self._closed_render is not None:  # the store is gone: what it held when the policy closed
+            return self._closed_render
         if self._answer_memories is not None:
             ranked = self._answer_memories
         else:
@@ -333,6 +336,9 @@ class Mem0Policy(MemoryPolicy):
         return self._fit([_memory_line(item) for item in ranked])
 
     def close(self) -> None:
+        if self._memory is not None and self._closed_render is None:
+            # the runner reads the final memory after the answer closed the policy (the row's notes)
+            self._closed_render = self.render()
         self._bridge.closed = True
         self._bridge.replies.put(None)
         self._jobs.put(None)
