@@ -60,6 +60,9 @@ def start_server(path: Path, *, host: str, port: int, n_ctx: int, threads: int):
     params.cpuparams.n_threads = threads
     params.hostnames = [host]
     params.port = port
+    # /v1/embeddings beside chat, for memory policies that search (Mem0); chat replies are unchanged
+    params.embedding = True
+    params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     server = xlc.Server(params)
     return server, f"{server.listening_address.rstrip('/')}/v1"
 
