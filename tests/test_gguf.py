@@ -79,6 +79,12 @@ def test_parallel_slots_keep_their_replies_apart_from_one_slot_replies(tmp_path)
     assert EmbeddedGGUFModel(model_file).cache_namespace == "embedded"
     assert EmbeddedGGUFModel(model_file, n_parallel=4).cache_namespace == "embedded-slots"
     assert EmbeddedGGUFModel(model_file).missing_capabilities(frozenset({"tools", "embeddings"})) == {}
+    assert (
+        "turned off"
+        in EmbeddedGGUFModel(model_file, embeddings=False).missing_capabilities(frozenset({"embeddings"}))[
+            "embeddings"
+        ]
+    )
     assert set(
         EmbeddedGGUFModel(model_file, n_parallel=4).missing_capabilities(frozenset({"embeddings"}))
     ) == {"embeddings"}

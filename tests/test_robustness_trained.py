@@ -313,3 +313,4 @@ def test_the_llamacpp_engine_runs_the_kept_adapter_under_a_name_its_record_recog
     assert robustness_study.recorded_with_adapter(record, adapted.name)
     assert adapted.lora_adapter is not None and base.lora_adapter is None
     assert base.name != adapted.name  # base and adapter replies never share cache entries
+    assert not adapted.serves_embeddings  # as the block's recorded replies were made

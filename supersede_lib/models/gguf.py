@@ -76,6 +76,7 @@ class EmbeddedGGUFModel:
         verbose: bool = False,
         lora_adapter: str | Path | None = None,
         n_parallel: int = 1,
+        embeddings: bool = True,
     ) -> None:
         if n_parallel < 1:
             raise ModelConfigError(f"n_parallel must be at least 1, got {n_parallel}")
@@ -94,6 +95,7 @@ class EmbeddedGGUFModel:
         self.default_max_tokens = default_max_tokens
         self.verbose = verbose
         self.n_parallel = n_parallel
+        self.embeddings = embeddings
         self.cache_namespace = "embedded" if n_parallel == 1 else "embedded-slots"
         self._server: Any = None
         self._load_lock = threading.Lock()
@@ -161,15 +163,16 @@ class EmbeddedGGUFModel:
 
     @property
     def serves_embeddings(self) -> bool:
-        """One slot only: this llama.cpp build aborts at load (a ggml assert) with embeddings on and
-        several slots."""
-        return self.n_parallel == 1
+        """Asked for (`embeddings`, the default) and one slot only: this llama.cpp build aborts at load
+        (a ggml assert) with embeddings on and several slots."""
+        return self.embeddings and self.n_parallel == 1
 
     def missing_capabilities(self, needs: frozenset[str]) -> dict[str, str]:
         """Tools go through the model's own chat template (llama.cpp's Jinja, on by default);
         embeddings are on with one slot (`serves_embeddings`)."""
         if "embeddings" in needs and not self.serves_embeddings:
-            return {"embeddings": f"{self.name} runs {self.n_parallel} llama.cpp slots; embeddings need one"}
+            why = "were turned off" if not self.embeddings else f"need one slot, not {self.n_parallel}"
+            return {"embeddings": f"{self.name}: llama.cpp's embeddings {why}"}
         return {}
 
     def request_body(

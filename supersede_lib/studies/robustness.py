@@ -206,8 +206,9 @@ def _llamacpp_model(
 ) -> ChatModel:
     """llama.cpp's Q4 engine on the GGUF the adapters' base was dequantised from, the kept adapter
     converted to a GGUF LoRA (`models.lora_gguf`): the fastest engine on a CPU without bf16 units; its
-    agreement with the transformers engine is measured by `bench --lora-adapter` (docs/benchmarks.md)."""
-    return EmbeddedGGUFModel(base_path, n_ctx=LLAMACPP_CONTEXT, lora_adapter=model.adapter)
+    agreement with the transformers engine is measured by `bench --lora-adapter` (docs/benchmarks.md).
+    Embeddings stay off: the notes agent needs none, and the block's recorded replies were made so."""
+    return EmbeddedGGUFModel(base_path, n_ctx=LLAMACPP_CONTEXT, lora_adapter=model.adapter, embeddings=False)
 
 
 LLAMACPP_CONTEXT = 4096  # a bounded-memory call holds one session and the notes: far below this
