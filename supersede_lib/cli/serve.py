@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from supersede_lib.models.gguf import DEFAULT_GGUF_FILE, resolve_default_gguf
+from supersede_lib.models.gguf import DEFAULT_GGUF_FILE, resolve_default_gguf, serve_embeddings
 
 HOST = "127.0.0.1"
 
@@ -60,9 +60,7 @@ def start_server(path: Path, *, host: str, port: int, n_ctx: int, threads: int):
     params.cpuparams.n_threads = threads
     params.hostnames = [host]
     params.port = port
-    # /v1/embeddings beside chat, for memory policies that search (Mem0); chat replies are unchanged
-    params.embedding = True
-    params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    serve_embeddings(params)  # for memory policies that search (Mem0)
     server = xlc.Server(params)
     return server, f"{server.listening_address.rstrip('/')}/v1"
 

@@ -121,10 +121,7 @@ class EmbeddedGGUFModel:
             params.n_ctx = self.n_ctx * self.n_parallel  # llama.cpp divides the context among its slots
             params.n_parallel = self.n_parallel
             if self.serves_embeddings:
-                # /v1/embeddings beside chat (Mem0's vectors: mean-pooled hidden states); chat replies and
-                # their speed are the same as without it (greedy, SmolLM2-135M and Qwen2.5-Coder-0.5B)
-                params.embedding = True
-                params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+                serve_embeddings(params)
             if self.n_threads is not None:
                 params.cpuparams.n_threads = self.n_threads
                 params.cpuparams_batch.n_threads = self.n_threads
@@ -254,6 +251,16 @@ class EmbeddedGGUFModel:
 
     async def aembed(self, texts: list[str]) -> EmbedResult:
         return await asyncio.to_thread(self.embed, texts)
+
+
+def serve_embeddings(params: Any) -> None:
+    """Turn on /v1/embeddings beside chat in llama.cpp's server params (Mem0's vectors: mean-pooled
+    hidden states); chat replies and their speed are the same as without it (greedy, SmolLM2-135M and
+    Qwen2.5-Coder-0.5B)."""
+    import xllamacpp
+
+    params.embedding = True
+    params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
 
 
 def chat_result_from_llamacpp(response: dict[str, Any], *, model: str, latency_s: float) -> ChatResult:
