@@ -276,6 +276,8 @@ class RobustnessBlock(_Block):
     model only the first n base episodes (and their twins), by its `name`; `memory_policies` are the
     bounded-memory agents to compare (`agent.memory.MEMORY_POLICIES`; the notes agent by default), on
     the models `memory_policy_models` names (default: every model; the others run the notes agent alone);
+    `pairs_per_policy` and `perturbations_per_policy` ask one policy fewer pairs or only some
+    perturbations (by label, `k_facts-2`), for a policy whose calls cost many times the others';
     `trained` adds trained policies run with their training's agent (`TrainedBlock`).
     """
 
@@ -289,6 +291,8 @@ class RobustnessBlock(_Block):
     pairs_per_model: dict[str, Count] = Field(default_factory=dict)
     memory_policies: list[MemoryPolicyName] = Field(default=[DEFAULT_MEMORY], min_length=1)
     memory_policy_models: list[str] | None = None  # the models (by name) the other policies run on; None: all
+    pairs_per_policy: dict[str, Count] = Field(default_factory=dict)
+    perturbations_per_policy: dict[str, list[str]] = Field(default_factory=dict)  # labels; absent: all
     trained: TrainedBlock | None = None
 
     @field_validator("memory_policies")
@@ -317,7 +321,29 @@ class RobustnessBlock(_Block):
                 raise ValueError(
                     f"pairs_per_model: {name}: {pairs} pairs, but episodes: has n={self.episodes.n}"
                 )
+        for field_name in ("pairs_per_policy", "perturbations_per_policy"):
+            for policy in getattr(self, field_name):
+                if policy not in self.memory_policies:
+                    raise ValueError(
+                        f"{field_name}: {policy!r} is none of memory_policies: {self.memory_policies}"
+                    )
+        for policy, chosen in self.perturbations_per_policy.items():
+            unknown = sorted(set(chosen) - set(labels))
+            if unknown or not chosen:
+                raise ValueError(
+                    f"perturbations_per_policy: {policy}: {unknown or 'nothing'} is not among the labels {labels}"
+                )
         return self
+
+    def policy_pairs(self, policy: str, pairs: int) -> int:
+        """The pairs one memory policy is asked of a model asked `pairs` (`pairs_per_policy` caps them)."""
+        return min(self.pairs_per_policy.get(policy, pairs), pairs)
+
+    def policy_perturbations(self, policy: str) -> list[str]:
+        """The perturbation labels one memory policy is asked, in the block's order (default: all)."""
+        every = [label for label, _ in self.perturbed_specs()]
+        chosen = self.perturbations_per_policy.get(policy, every)
+        return [label for label in every if label in chosen]
 
     def runs_memory_policies(self, model_name: str | None) -> bool:
         """Whether the model named runs every memory policy (else the notes agent alone)."""

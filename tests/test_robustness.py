@@ -141,6 +141,18 @@ def _smoke_with(**robustness: object) -> dict:
         ({"memory_policy_models": ["no-such-model"]}, "memory_policy_models: 'no-such-model' names no model"),
         ({"pairs_per_model": {"fake-heuristic-server-b": 99}}, "but episodes: has n=3"),
         ({"episodes": {"source": "synthetic", "n": 2, "perturbation": "reverted"}}, "without perturbation"),
+        ({"pairs_per_policy": {"mem0": 1}}, "pairs_per_policy: 'mem0' is none of memory_policies"),
+        (
+            {
+                "memory_policies": ["notes", "mem0"],
+                "perturbations_per_policy": {"mem0": ["reverted", "k_facts-9"]},
+            },
+            "perturbations_per_policy: mem0: ['k_facts-9'] is not among the labels",
+        ),
+        (
+            {"memory_policies": ["notes", "mem0"], "perturbations_per_policy": {"mem0": []}},
+            "perturbations_per_policy: mem0: nothing is not among",
+        ),
     ],
 )
 def test_the_block_refuses_what_it_cannot_run(change: dict, message: str) -> None:
@@ -231,3 +243,28 @@ def test_an_empty_study_folder_left_by_a_stopped_run_is_no_record(tmp_path: Path
     (tmp_path / "offline" / NOTEBOOK_ROBUSTNESS).mkdir(parents=True)
     text = report.build_report("offline", tmp_path)
     assert "_Not recorded yet: `configs/offline.yaml` has a `robustness:`" in text
+
+
+def test_a_costly_policy_is_asked_fewer_pairs_and_perturbations_and_its_table_says_so(
+    output_root: Path,
+) -> None:
+    scoped = {
+        "pairs_per_policy": {"append_truncate": 2},
+        "perturbations_per_policy": {"append_truncate": ["reverted"]},
+    }
+    data = _smoke_with(memory_policies=["notes", "append_truncate"], **scoped)
+    profile = profiles.validate_profile(data, "configs/smoke.yaml")
+    result = robustness_study.analyse_robustness(
+        profile, robustness_study.run_robustness_models(profile, progress=False)
+    )
+    costly = [arm for arm in result.runs if arm.memory_policy == "append_truncate"]
+    assert costly and all(arm.pairs == 2 and arm.perturbations == ("reverted",) for arm in costly)
+    for arm in costly:  # only its 2 unperturbed episodes and their reverted twins were asked
+        ids = arm.run.frame["episode_id"].tolist()
+        assert len(ids) == 4 and sum("+" not in episode_id for episode_id in ids) == 2
+    rows = result.drops[result.drops["memory_policy"] == "append_truncate"]
+    assert set(rows["perturbation"]) == {"reverted"} and (rows["n"] == 2).all()
+    notes = result.drops[
+        (result.drops["memory_policy"] == "notes") & (result.drops["model"] == "fake-heuristic-server")
+    ]
+    assert len(notes) == len(profile.robustness.perturbations) and (notes["n"] == 3).all()

@@ -11,7 +11,7 @@ were decided before any run (docs/robustness-log.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,12 +99,13 @@ class RobustnessSets:
     unperturbed: list[Episode]
     twins: dict[str, list[Episode]]
 
-    def episodes(self, pairs: int) -> list[Episode]:
-        """The first `pairs` unperturbed episodes and their twins, each once (an identity perturbation's
-        twin is the episode itself)."""
+    def episodes(self, pairs: int, labels: Sequence[str] | None = None) -> list[Episode]:
+        """The first `pairs` unperturbed episodes and their twins (of the perturbations `labels`, default
+        all), each once (an identity perturbation's twin is the episode itself)."""
         chosen = {episode.episode_id: episode for episode in self.unperturbed[:pairs]}
-        for twins in self.twins.values():
-            chosen.update({episode.episode_id: episode for episode in twins[:pairs]})
+        for label, twins in self.twins.items():
+            if labels is None or label in labels:
+                chosen.update({episode.episode_id: episode for episode in twins[:pairs]})
         return list(chosen.values())
 
 
@@ -118,6 +119,11 @@ class ArmRun:
     pairs: int
     run: RunResult
     grader: str  # the matcher, or the LLM judge whose verdicts the run holds
+    perturbations: tuple[str, ...] | None = None  # the labels this arm was asked; None: every one
+
+    def asked(self, labels: Sequence[str]) -> list[str]:
+        """The perturbation labels of `labels` this arm was asked, in that order."""
+        return [label for label in labels if self.perturbations is None or label in self.perturbations]
 
     @property
     def use_judge(self) -> bool:
@@ -187,6 +193,13 @@ def arm_label(condition: str, memory_policy: str) -> str:
 def model_pairs(block: RobustnessBlock, spec: dict[str, Any], available: int) -> int:
     """How many unperturbed episodes (and their twins) this model is asked."""
     return min(block.pairs_per_model.get(str(spec.get("name")), available), available)
+
+
+def arm_scope(block: RobustnessBlock, policy: str, pairs: int) -> tuple[int, list[str] | None]:
+    """(pairs, perturbation labels) one arm of a model asked `pairs` runs: a policy named in
+    `pairs_per_policy` or `perturbations_per_policy` fewer; labels None: every perturbation."""
+    labels = block.policy_perturbations(policy) if policy in block.perturbations_per_policy else None
+    return block.policy_pairs(policy, pairs), labels
 
 
 def _transformers_model(
@@ -341,23 +354,23 @@ def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[Ar
     config = trained_config(profile) if block.trained else None
     plans = trained_plans(profile, config) if config else []
     total = sum(
-        len(sets.episodes(model_pairs(block, spec, len(sets.unperturbed))))
-        * len(arms(block, spec.get("name")))
+        len(sets.episodes(*arm_scope(block, policy, model_pairs(block, spec, len(sets.unperturbed)))))
         for spec in specs
+        for _, policy in arms(block, spec.get("name"))
     )
     total += len(plans) * len(sets.episodes(len(sets.unperturbed)))
     runs = []
     with study_progress(profile, NOTEBOOK_ROBUSTNESS, total, progress) as bar:
         for spec in specs:
             model = profiles.model_for(spec, profile)
-            pairs = model_pairs(block, spec, len(sets.unperturbed))
             for condition, policy in arms(block, spec.get("name")):
+                pairs, labels = arm_scope(block, policy, model_pairs(block, spec, len(sets.unperturbed)))
                 arm_settings = settings.with_changes(**memory_policy_changes(policy))
                 name = default_run_name(condition, model.name, settings.notes_budget_chars, None)
                 if memory_policy_changes(policy):
                     name += f"__{policy}"
                 run = run_condition(
-                    sets.episodes(pairs),
+                    sets.episodes(pairs, labels),
                     condition,
                     model,
                     arm_settings,
@@ -366,7 +379,8 @@ def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[Ar
                     run_name=name,
                     progress=bar,
                 )
-                runs.append(ArmRun(model.name, condition, policy, pairs, run, grader_name(judge)))
+                chosen = tuple(labels) if labels is not None else None
+                runs.append(ArmRun(model.name, condition, policy, pairs, run, grader_name(judge), chosen))
             release_model(model)
         if plans:
             runs += run_trained_models(profile, sets, plans, bar, resolve_base_model(config))
@@ -380,7 +394,8 @@ def pair_frame(arm: ArmRun, sets: RobustnessSets) -> tuple[pd.DataFrame, list[di
         correct=correct_column(arm.run.frame, arm.use_judge).to_numpy(), failed=failed_mask(arm.run.frame)
     ).set_index("episode_id")
     rows, left_out = [], []
-    for label, twins in sets.twins.items():
+    for label in arm.asked(list(sets.twins)):
+        twins = sets.twins[label]
         for base, twin in zip(sets.unperturbed[: arm.pairs], twins[: arm.pairs], strict=True):
             first, second = frame.loc[base.episode_id], frame.loc[twin.episode_id]
             where = {"model": arm.model, "condition": arm.condition, "memory_policy": arm.memory_policy}
@@ -495,16 +510,18 @@ def pair_drops(
     arms: Sequence[tuple[str, str, str]],
     labels: Sequence[str],
     left_out: Sequence[dict[str, str]] = (),
+    asked: Mapping[tuple[str, str, str], Sequence[str]] | None = None,
 ) -> pd.DataFrame:
     """One `drop_row` per (model, condition, memory policy) of `arms` x perturbation label, in that
-    order, from the compared pairs; `left_out` counts each row's failed pairs; Holm within an arm."""
+    order, from the compared pairs (an arm `asked` names: only the labels it was asked); `left_out`
+    counts each row's failed pairs; Holm within an arm."""
     drops = []
     for arm in arms:
         where = dict(zip(ARM_KEYS, arm, strict=True))
         mine = per_pair
         for key, value in where.items():
             mine = mine[mine[key] == value] if len(mine) else mine
-        for label in labels:
+        for label in (asked or {}).get(arm, labels):
             chosen = mine[mine["perturbation"] == label] if len(mine) else mine
             failures = sum(
                 item["perturbation"] == label and all(item[key] == where[key] for key in ARM_KEYS)
@@ -526,7 +543,8 @@ def analyse_robustness(profile: Profile, runs: list[ArmRun]) -> RobustnessResult
         left_out += failed
     per_pair = pd.concat(frames, ignore_index=True)
     keys = [(arm.model, arm.condition, arm.memory_policy) for arm in runs]
-    drop_frame = pair_drops(per_pair, keys, list(sets.twins), left_out)
+    asked = {key: arm.asked(list(sets.twins)) for key, arm in zip(keys, runs, strict=True)}
+    drop_frame = pair_drops(per_pair, keys, list(sets.twins), left_out, asked)
     return RobustnessResult(
         profile=profile,
         data_label=block.episodes.label,
