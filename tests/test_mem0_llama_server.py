@@ -16,6 +16,7 @@ from conftest import SMALL_MODEL_FILES, small_model_file
 
 from supersede_lib.agent.episode import Episode, Session, Turn
 from supersede_lib.agent.memory import PolicyReply, PolicyRollout
+from supersede_lib.models.gguf import serve_embeddings
 
 if importlib.util.find_spec("mem0") is None:
     pytest.skip("the Mem0 policy needs the mem0ai package (requirements.txt)", allow_module_level=True)
@@ -36,8 +37,7 @@ def serve_chat_and_embeddings(model_file, n_ctx: int = 4096, threads: int = 2):
     params.cpuparams.n_threads = threads
     params.hostnames = ["127.0.0.1"]
     params.port = 0
-    params.embedding = True
-    params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    serve_embeddings(params)  # the same switch the embedded engine throws
     server = xlc.Server(params)
     return server, server.listening_address.rstrip("/") + "/v1"
 
