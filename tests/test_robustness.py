@@ -246,7 +246,7 @@ def test_an_empty_study_folder_left_by_a_stopped_run_is_no_record(tmp_path: Path
 
 
 def test_a_costly_policy_is_asked_fewer_pairs_and_perturbations_and_its_table_says_so(
-    output_root: Path,
+    output_root: Path, tmp_path: Path
 ) -> None:
     scoped = {
         "pairs_per_policy": {"append_truncate": 2},
@@ -268,3 +268,8 @@ def test_a_costly_policy_is_asked_fewer_pairs_and_perturbations_and_its_table_sa
         (result.drops["memory_policy"] == "notes") & (result.drops["model"] == "fake-heuristic-server")
     ]
     assert len(notes) == len(profile.robustness.perturbations) and (notes["n"] == 3).all()
+    robustness_study.write_robustness(result, tmp_path)  # the figure's panel has one bar, the table one row
+    table = (tmp_path / "robustness_drops.md").read_text()
+    assert (
+        table.count("bounded_memory (append_truncate)") == 2 and (tmp_path / "robustness_drops.png").exists()
+    )
