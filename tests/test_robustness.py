@@ -86,6 +86,10 @@ def test_the_unperturbed_set_is_asked_once_per_model_and_condition(
         assert len(bases) == arm.pairs
         run_csv = pd.read_csv(suite.output_dir / f"{arm.run.run_name}.csv")
         assert run_csv["episode_id"].tolist() == ids
+        if arm.condition == "full_context":  # asked pair by pair: each twin right after its episode
+            assert all("+" in ids[i + 1] for i, episode_id in enumerate(ids[:-1]) if "+" not in episode_id)
+        else:  # set after set
+            assert all("+" not in episode_id for episode_id in ids[: arm.pairs])
 
 
 def test_summary_names_model_data_profile_and_n(suite: robustness_study.RobustnessResult) -> None:
