@@ -201,11 +201,10 @@ def model_pairs(block: RobustnessBlock, spec: dict[str, Any], available: int) ->
     return min(block.pairs_per_model.get(str(spec.get("name")), available), available)
 
 
-def arm_scope(block: RobustnessBlock, policy: str, pairs: int) -> tuple[int, list[str] | None]:
+def arm_scope(block: RobustnessBlock, policy: str, pairs: int) -> tuple[int, list[str]]:
     """(pairs, perturbation labels) one arm of a model asked `pairs` runs: a policy named in
-    `pairs_per_policy` or `perturbations_per_policy` fewer; labels None: every perturbation."""
-    labels = block.policy_perturbations(policy) if policy in block.perturbations_per_policy else None
-    return block.policy_pairs(policy, pairs), labels
+    `pairs_per_policy` or `perturbations_per_policy` fewer."""
+    return block.policy_pairs(policy, pairs), block.policy_perturbations(policy)
 
 
 def _transformers_model(
@@ -385,8 +384,9 @@ def run_robustness_models(profile: Profile, *, progress: bool = True) -> list[Ar
                     run_name=name,
                     progress=bar,
                 )
-                chosen = tuple(labels) if labels is not None else None
-                runs.append(ArmRun(model.name, condition, policy, pairs, run, grader_name(judge), chosen))
+                runs.append(
+                    ArmRun(model.name, condition, policy, pairs, run, grader_name(judge), tuple(labels))
+                )
             release_model(model)
         if plans:
             runs += run_trained_models(profile, sets, plans, bar, resolve_base_model(config))
