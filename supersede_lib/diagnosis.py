@@ -494,13 +494,14 @@ def unprobed_policies(planned: Estimate, profile: Profile) -> Estimate:
 
 
 def _run_totals(manifests: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """What each of this run's conditions took, from the manifests it wrote (never the folder's others)."""
+    """What each of this run's conditions took, from the manifests it wrote (never the folder's others),
+    keyed by run name (a manifest still in memory does not carry its own)."""
     rows = []
-    for manifest in manifests.values():
+    for run_name, manifest in manifests.items():
         totals = manifest.get("totals") or {}
         rows.append(
             {
-                "run": manifest.get("run_name"),
+                "run": manifest.get("run_name") or run_name,
                 "questions": totals.get("questions"),
                 "failed": totals.get("failed_questions"),
                 "calls (from cache)": f"{totals.get('calls')} ({totals.get('cached_calls')})",

@@ -45,7 +45,12 @@ def test_memory_all_gives_a_row_per_policy_and_an_estimate_that_counts_every_cal
     table = report.split("## Memory policies")[1].split("## What it took")[0]
     rows = [row for row in table.splitlines() if row.startswith("| fake-model |")]
     assert [row.split(" | ")[1] for row in rows] == [DEFAULT_MEMORY, *policies]
-    assert "memory policy " in report.split("## What it took")[1]  # the estimate line on the page
+    took = report.split("## What it took")[1]
+    assert "memory policy " in took  # the estimate line on the page
+    # the totals table names every run it counts (the policies' runs included), none left blank
+    names = [row.split(" | ")[0].removeprefix("| ") for row in took.splitlines() if row.startswith("| ")][2:]
+    assert len(names) == 2 + 1 + len(policies) and "—" not in names, names
+    assert all(any(name.endswith(f"__{policy}") for name in names) for policy in policies), names
 
 
 def test_a_policy_the_server_cannot_serve_is_refused_in_its_row_and_in_the_estimate(
