@@ -494,8 +494,9 @@ def unprobed_policies(planned: Estimate, profile: Profile) -> Estimate:
 
 
 def _run_totals(manifests: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """What each of this run's conditions took, from the manifests it wrote (never the folder's others),
-    keyed by run name (a manifest still in memory does not carry its own)."""
+    """What each of this run's conditions took, from the manifests it wrote (never the folder's others).
+    A manifest still in memory does not carry its run name, so a row is named by its key: the
+    condition for Table 1's runs, the run name for a policy's."""
     rows = []
     for run_name, manifest in manifests.items():
         totals = manifest.get("totals") or {}
