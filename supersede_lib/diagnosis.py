@@ -62,6 +62,7 @@ SUITE_PERTURBATIONS = (
     {"name": "distractor_density", "count": 8},
     {"name": "last_update_position", "position": "early"},
 )
+SYNTHETIC_SEED = 11  # the generator seed of the synthetic questions unless `--seed` names another
 CHARS_PER_TOKEN = 4  # a rough count: the endpoint's tokenizer is not known here
 REPORT_FILE = "DIAGNOSIS.md"
 # seconds one call takes when nothing was measured (an --estimate-only run with an empty cache): a hosted
@@ -91,13 +92,28 @@ class Estimate:
     sampled: int | None = None  # questions whose prompts were built, when fewer than `questions`
     sessions: int = 0  # sessions of every question (scaled like the rest when sampled)
     policies: tuple[PolicyEstimate, ...] = ()  # `--memory`: each policy's own run, measured by a probe
+    probe_calls: int = 0  # Table 1's calls the probe made (their replies are in the cache)
+    probe_seconds: float = 0.0  # wall time the probe took, already spent
+    cap_seconds_per_call: float | None = None  # a Table 1 call's time if every reply ran to its cap
 
     @property
     def seconds(self) -> float:
-        """Wall time if every call is live: calls x seconds a call, spread over the questions in flight
-        (each memory policy's calls at the pace its probe measured)."""
-        return self.calls_seconds(self.calls) + sum(
-            policy.calls * (policy.seconds_per_call or self.seconds_per_call) / self.concurrency
+        """Wall time of the whole diagnosis: the probes' measured time (spent) and the calls still to
+        make, spread over the questions in flight, each memory policy's at the pace its probe measured."""
+        return self.spent_seconds + self.seconds_to_go
+
+    @property
+    def spent_seconds(self) -> float:
+        """Wall time the probes took before the estimate was printed (their replies are cached)."""
+        return self.probe_seconds + sum(policy.probe_seconds for policy in self.policies)
+
+    @property
+    def seconds_to_go(self) -> float:
+        """Wall time of the calls still to make: every call but the probes', each part at its pace."""
+        return self.calls_seconds(self.calls - self.probe_calls) + sum(
+            (policy.calls - policy.probe_calls)
+            * (policy.seconds_per_call or self.seconds_per_call)
+            / self.concurrency
             for policy in self.policies
         )
 
@@ -105,6 +121,11 @@ class Estimate:
     def total_calls(self) -> int:
         """Every call the diagnosis makes: both conditions and each memory policy's run."""
         return self.calls + sum(policy.calls for policy in self.policies)
+
+    @property
+    def calls_to_go(self) -> int:
+        """The calls still to make once the probes' replies are in the cache."""
+        return self.total_calls - self.probe_calls - sum(policy.probe_calls for policy in self.policies)
 
     def calls_seconds(self, calls: int) -> float:
         """Wall time of `calls` live calls at this estimate's pace."""
@@ -118,13 +139,30 @@ class Estimate:
         cost = f"about ${self.usd:.2f} at OpenAI list prices" if self.usd is not None else "no price known"
         scaled = f" (scaled from the first {self.sampled})" if self.sampled else ""
         policies = "".join(f"; {policy.line()}" for policy in self.policies)
+        spent = (
+            f" ({self.spent_seconds / 60:.1f} min of probes done, about {self.seconds_to_go / 60:.1f} min to go)"
+            if self.spent_seconds
+            else ""
+        )
         return (
             f"{self.questions} questions x 2 conditions: about {self.calls} calls{scaled}, "
             f"~{self.prompt_tokens:,} prompt and ~{self.completion_tokens:,} completion tokens; {cost}"
-            f"{policies}; in all about {self.total_calls} calls, "
-            f"about {self.seconds / 60:.1f} min at {self.seconds_per_call:.3g} s a call and "
-            f"{self.concurrency} in flight ({self.basis}; calls already in the cache are free)"
+            f"{policies}; in all about {self.total_calls} calls, about {self.seconds / 60:.1f} min{spent} at "
+            f"{self.seconds_per_call:.3g} s a call and {self.concurrency} in flight ({self.basis}"
+            f"{self._cap_note()}; calls already in the cache are free)"
         )
+
+    def _cap_note(self) -> str:
+        """Table 1's time if every reply ran to its token cap: the bound the estimate stays under
+        unless the model writes longer replies later in a question than in the probe."""
+        if self.cap_seconds_per_call is None or self.cap_seconds_per_call <= self.seconds_per_call:
+            return ""
+        bound = (
+            self.calls_seconds(self.calls - self.probe_calls)
+            * self.cap_seconds_per_call
+            / self.seconds_per_call
+        )
+        return f"; Table 1's calls up to ~{bound / 60:.1f} min if every reply ran to its cap"
 
 
 @dataclass(frozen=True)
@@ -141,6 +179,8 @@ class PolicyEstimate:
     seconds_per_call: float | None
     basis: str
     refused: str | None = None  # the capability the server lacks: the run will refuse it too
+    probe_calls: int = 0  # the probe question's calls (their replies are in the cache)
+    probe_seconds: float = 0.0  # wall time the probe question took, already spent
 
     def line(self) -> str:
         if self.refused:
@@ -151,10 +191,11 @@ class PolicyEstimate:
         )
 
 
-def episodes_block(data: str, n: int, difficulty: str) -> dict[str, Any]:
-    """The `episodes:` of the diagnosis: `synthetic`, `longmemeval` (knowledge-update) or a local file."""
+def episodes_block(data: str, n: int, difficulty: str, seed: int = SYNTHETIC_SEED) -> dict[str, Any]:
+    """The `episodes:` of the diagnosis: `synthetic` (drawn with `seed`), `longmemeval`
+    (knowledge-update) or a local file."""
     if data == "synthetic":
-        return {"source": "synthetic", "n": n, "difficulty": difficulty, "seed": 11}
+        return {"source": "synthetic", "n": n, "difficulty": difficulty, "seed": seed}
     if data == "longmemeval":
         return {"source": "longmemeval", "n": n, "question_type": "knowledge-update"}
     return {"source": "longmemeval", "n": n, "question_type": "knowledge-update", "local_path": data}
@@ -388,19 +429,22 @@ def seconds_for_tokens(timed: list[tuple[int, float]], tokens: float) -> float:
 
 
 def probe_seconds_per_call(
-    profile: Profile, tokens_per_call: float, model: Any = None
-) -> tuple[float, str] | None:
+    profile: Profile, cap_tokens_per_call: float, model: Any = None
+) -> dict[str, Any] | None:
     """Real calls before the run, timed: the first question's first `PROBE_CALLS` notes calls, sent
     as the run sends them and through the response cache, so the run finds the replies there and
     pays for them once. The first is not timed (a server's first call also loads the model's
-    weights, several times slower on a CPU); the others give the seconds a call takes for the
-    `tokens_per_call` the estimate expects of an average call (`seconds_for_tokens`): a reply's
-    length, more than the call, sets the time on a CPU server. None when every reply came from the
-    cache. `model`: the run's own (so the server is probed once a run), else built from the profile."""
+    weights and reads the prompt cold, several times slower on a CPU); the others' mean is the
+    seconds a Table 1 call takes, at the lengths the model writes. The estimate counts every
+    reply at its cap (`cap_tokens_per_call` an average call), which on a CPU server, where a reply's
+    length sets the time, is only a bound (`seconds_for_tokens`): the changes to the `Estimate`,
+    None when every reply came from the cache. `model`: the run's own (so the server is probed
+    once a run), else built from the profile."""
     settings = run_settings(profile)
     _, (episode, *_) = episode_sample(profile.require("isolation").episodes, 1)
     rollout = make_rollout(episode, "bounded_memory", settings=settings)
     model = model if model is not None else profiles.model_for(profile.model, profile)
+    started = time.perf_counter()
     # on the runner's own long-lived loop: the model's HTTP client, opened here, serves the run too
     replies = run_sync(_probe_replies(model, rollout, settings))
     live = [(reply.completion_tokens, seconds) for reply, seconds in replies if not reply.cached]
@@ -409,20 +453,46 @@ def probe_seconds_per_call(
         return None
     seconds, tokens = sum(latency for _, latency in timed), sum(count for count, _ in timed)
     rate = f" ({tokens / seconds:.1f} tokens/s)" if tokens and seconds > 0 else ""
-    basis = (
-        f"measured: {len(live)} probe calls, {seconds:.2f} s for {tokens} tokens{rate} timed, "
-        f"~{tokens_per_call:.0f} tokens an average call"
-    )
-    return seconds_for_tokens(timed, tokens_per_call), basis
+    return {
+        "seconds_per_call": seconds / len(timed),
+        "basis": f"measured: {len(live)} probe calls, {seconds:.2f} s for {tokens} tokens{rate} timed",
+        "probe_calls": len(replies),
+        "probe_seconds": time.perf_counter() - started,
+        "cap_seconds_per_call": seconds_for_tokens(timed, cap_tokens_per_call),
+    }
 
 
 def measured(planned: Estimate, profile: Profile, *, probe: bool, model: Any = None) -> Estimate:
     """`planned` at the pace the calls really go: the cache's recorded latencies when it holds any,
     else (with `probe`) timed real calls; unchanged when neither is there."""
     found = recorded_seconds_per_call(profile)
-    if found is None and probe:
-        found = probe_seconds_per_call(profile, planned.completion_tokens / max(planned.calls, 1), model)
-    return planned.timed(*found) if found else planned
+    if found is not None:
+        return planned.timed(*found)
+    changes = (
+        probe_seconds_per_call(profile, planned.completion_tokens / max(planned.calls, 1), model)
+        if probe
+        else None
+    )
+    return replace(planned, **changes) if changes else planned
+
+
+def _first_reads(turns: list[dict[str, Any]]) -> set[int]:
+    """Indexes of the calls that first sent a prompt the probe sends again (the same first 200
+    characters): a server reads such a prompt cold once and then finds its prefix in its prompt
+    cache, so these calls are slower than the run's calls of the same prompt."""
+    prefixes = [json.dumps(turn.get("messages") or [])[:200] for turn in turns]
+    recurring = {prefix for prefix in prefixes if prefixes.count(prefix) > 1}
+    return {prefixes.index(prefix) for prefix in recurring}
+
+
+def live_pace(turns: list[dict[str, Any]]) -> float | None:
+    """Mean seconds of the probe's live calls, leaving out each recurring prompt's cold first read
+    (`_first_reads`) when other live calls remain; None when every reply came from the cache."""
+    cold = _first_reads(turns)
+    live = [turn["latency_s"] for turn in turns if not turn["cached"]]
+    warm = [turn["latency_s"] for index, turn in enumerate(turns) if not turn["cached"] and index not in cold]
+    chosen = warm or live
+    return sum(chosen) / len(chosen) if chosen else None
 
 
 def probe_policy(
@@ -432,9 +502,13 @@ def probe_policy(
     reuses every reply), scaled to the diagnosis: its memory calls per session x every question's
     sessions, plus one answer each. A policy makes as many calls as its design and the model's
     replies ask for (a reflector pass when the log outgrows B; Mem0's extraction, update and
-    embedding calls), so they are counted on a real question, never assumed."""
+    embedding calls), so they are counted on a real question, never assumed. Its pace leaves out
+    the cold first reads of the prompts it repeats (`live_pace`): the run finds them warm."""
+    started = time.perf_counter()
     try:
-        run = run_condition([episode], "bounded_memory", model, settings, progress=False)
+        run = run_condition(
+            [episode], "bounded_memory", model, settings.with_changes(store_messages=True), progress=False
+        )
     except MissingCapabilityError as error:
         return PolicyEstimate(name, 0, 0, 0, 0, None, "refused", refused=str(error))
     turns = run.trajectories[0]["turns"]
@@ -442,12 +516,11 @@ def probe_policy(
     per_session = max(len(turns) - 1, 0) / sessions
     calls = round(planned.sessions * per_session) + planned.questions
     scale = calls / max(len(turns), 1)
-    live = [turn for turn in turns if not turn["cached"]]
-    pace = sum(turn["latency_s"] for turn in live) / len(live) if live else None
+    pace = live_pace(turns)
     embeds = embedding_calls(turns)
     basis = (
         f"measured: a probe question of {sessions} sessions made {len(turns)} calls ({embeds} embeddings)"
-        + (f", {pace:.3g} s a live call" if pace is not None else ", all from the cache")
+        + (f", {pace:.3g} s a warm live call" if pace is not None else ", all from the cache")
     )
     return PolicyEstimate(
         name,
@@ -457,6 +530,8 @@ def probe_policy(
         round(sum(turn["completion_tokens"] for turn in turns) * scale),
         pace,
         basis,
+        probe_calls=len(turns),
+        probe_seconds=time.perf_counter() - started,
     )
 
 
@@ -544,7 +619,8 @@ def estimate_vs_real(planned: Estimate, manifests: dict[str, dict[str, Any]]) ->
     live = sum(int(totals.get("calls") or 0) - int(totals.get("cached_calls") or 0) for totals, _ in runs)
     if live <= 0:
         return f"Time: every call came from the response cache; the runs took {wall:.1f} s."
-    expected = live * planned.seconds / max(planned.total_calls, 1)  # each part at its own pace
+    # each part at its own pace: the calls still to make when the estimate was printed
+    expected = live * planned.seconds_to_go / max(planned.calls_to_go, 1)
     return (
         f"Time: {live} calls made live, estimated {expected / 60:.1f} min at {planned.seconds_per_call:.3g} s "
         f"a call; they took {wall / 60:.1f} min ({wall / expected:.2f}x the estimate)."

@@ -14,6 +14,7 @@ import pytest
 from supersede_lib import diagnosis, profiles
 from supersede_lib.cli import diagnose
 from supersede_lib.data import longmemeval, synthetic
+from supersede_lib.data.episodes import episode_sample
 from supersede_lib.models.local_server import LocalOpenAIServer
 
 ORACLE_FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval" / "longmemeval_oracle.json"
@@ -110,6 +111,43 @@ def test_seconds_a_call_from_timed_calls() -> None:
     assert diagnosis.seconds_for_tokens([(0, 1.5)], 72) == 1.5  # a server that reports no usage
 
 
+def _turn(prompt: str, latency_s: float, *, cached: bool = False) -> dict:
+    return {"messages": [{"role": "user", "content": prompt}], "latency_s": latency_s, "cached": cached}
+
+
+def test_a_policy_pace_leaves_out_the_cold_first_read_of_a_repeated_prompt() -> None:
+    extract, update = "Extract the facts:" + "x" * 300, "Update the memory:" + "y" * 300
+    turns = [
+        _turn(extract + "s1", 57.0),  # cold: the prompt's long prefix read for the first time
+        _turn("embed me", 0.1),  # unique (an embedding): kept
+        _turn(update + "s1", 113.0),  # cold
+        _turn(extract + "s2", 10.0),
+        _turn(update + "s2", 20.0),
+        _turn("the answer prompt", 6.0),  # sent once: kept
+        _turn(extract + "s3", 11.0, cached=True),  # from the cache: not timed
+    ]
+    assert diagnosis.live_pace(turns) == pytest.approx((0.1 + 10.0 + 20.0 + 6.0) / 4)
+    assert diagnosis.live_pace([_turn(extract, 9.0), _turn(extract, 3.0, cached=True)]) == 9.0  # no warm call
+    assert diagnosis.live_pace([_turn("a", 1.0, cached=True)]) is None
+
+
+def test_the_estimate_counts_the_probes_as_spent_and_the_rest_at_their_paces() -> None:
+    policy = diagnosis.PolicyEstimate(
+        "mem0", 40, 10, 0, 0, 2.0, "measured", probe_calls=10, probe_seconds=90.0
+    )
+    planned = diagnosis.Estimate(
+        3, 20, 0, 0, None, seconds_per_call=6.0, probe_calls=3, probe_seconds=30.0, cap_seconds_per_call=12.0
+    )
+    planned = diagnosis.replace(planned, policies=(policy,))
+    assert planned.spent_seconds == 120.0
+    assert planned.seconds_to_go == (20 - 3) * 6.0 + (40 - 10) * 2.0
+    assert planned.seconds == 120.0 + 162.0 and planned.calls_to_go == 47
+    line = planned.line()
+    assert "about 4.7 min (2.0 min of probes done, about 2.7 min to go)" in line, line
+    assert "Table 1's calls up to ~3.4 min if every reply ran to its cap" in line, line
+    assert "up to" not in diagnosis.replace(planned, cap_seconds_per_call=5.0).line()
+
+
 def test_estimate_only_makes_no_probe_call(tmp_path: Path, capsys) -> None:
     with LocalOpenAIServer() as server:
         arguments = ["--base-url", server.base_url, *EASY, "--n", "2", "--out", str(tmp_path)]
@@ -161,3 +199,15 @@ def test_the_measured_estimate_is_within_one_and_a_half_times_the_real_time(
     report = next(tmp_path.rglob("DIAGNOSIS.md")).read_text()
     ratio = float(re.search(r"\(([0-9.]+)x the estimate\)", report)[1])
     assert 1 / 1.5 <= ratio <= 1.5, report
+
+
+def test_seed_draws_other_synthetic_questions() -> None:
+    def questions(*seed: str) -> list[str]:
+        args = diagnose.build_parser().parse_args(
+            ["--base-url", "http://127.0.0.1:9/v1", *EASY, "--n", "3", *seed]
+        )
+        _, sample = episode_sample(diagnose._profile(args).require("isolation").episodes, 3)
+        return [episode.episode_id for episode in sample]
+
+    assert questions() == questions("--seed", "11")
+    assert set(questions("--seed", "12")).isdisjoint(questions())

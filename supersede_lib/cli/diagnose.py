@@ -60,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--difficulty", default="medium", help="synthetic preset: easy, medium, hard, ... (default medium)"
     )
     parser.add_argument(
+        "--seed",
+        type=int,
+        default=diagnosis.SYNTHETIC_SEED,
+        help=f"synthetic questions' generator seed (default {diagnosis.SYNTHETIC_SEED}): another draws other "
+        "questions of the same kind",
+    )
+    parser.add_argument(
         "--budget",
         type=int,
         default=DEFAULT_ROLLOUT.notes_budget_chars,
@@ -138,7 +145,7 @@ def _profile(args: argparse.Namespace) -> profiles.Profile:
         base_url=args.base_url,
         model=args.model,
         api_key_env=args.api_key_env,
-        episodes=diagnosis.episodes_block(args.data, args.n, args.difficulty),
+        episodes=diagnosis.episodes_block(args.data, args.n, args.difficulty, args.seed),
         notes_budget_chars=args.budget,
         concurrency=args.concurrency,
         timeout_s=args.timeout,
