@@ -157,11 +157,7 @@ class Estimate:
         unless the model writes longer replies later in a question than in the probe."""
         if self.cap_seconds_per_call is None or self.cap_seconds_per_call <= self.seconds_per_call:
             return ""
-        bound = (
-            self.calls_seconds(self.calls - self.probe_calls)
-            * self.cap_seconds_per_call
-            / self.seconds_per_call
-        )
+        bound = (self.calls - self.probe_calls) * self.cap_seconds_per_call / self.concurrency
         return f"; Table 1's calls up to ~{bound / 60:.1f} min if every reply ran to its cap"
 
 
