@@ -111,9 +111,9 @@ class Estimate:
     def seconds_to_go(self) -> float:
         """Wall time of the calls still to make: every call but the probes', each part at its pace."""
         return self.calls_seconds(self.calls - self.probe_calls) + sum(
-            (policy.calls - policy.probe_calls)
-            * (policy.seconds_per_call or self.seconds_per_call)
-            / self.concurrency
+            self.calls_seconds(
+                policy.calls - policy.probe_calls, policy.seconds_per_call or self.seconds_per_call
+            )
             for policy in self.policies
         )
 
@@ -127,9 +127,11 @@ class Estimate:
         """The calls still to make once the probes' replies are in the cache."""
         return self.total_calls - self.probe_calls - sum(policy.probe_calls for policy in self.policies)
 
-    def calls_seconds(self, calls: int) -> float:
-        """Wall time of `calls` live calls at this estimate's pace."""
-        return calls * self.seconds_per_call / self.concurrency
+    def calls_seconds(self, calls: int, seconds_per_call: float | None = None) -> float:
+        """Wall time of `calls` live calls, `concurrency` in flight, at `seconds_per_call` (this
+        estimate's pace unless another is given)."""
+        pace = self.seconds_per_call if seconds_per_call is None else seconds_per_call
+        return calls * pace / self.concurrency
 
     def timed(self, seconds_per_call: float, basis: str) -> Estimate:
         """The same estimate at a measured (or given) pace."""
@@ -157,7 +159,7 @@ class Estimate:
         unless the model writes longer replies later in a question than in the probe."""
         if self.cap_seconds_per_call is None or self.cap_seconds_per_call <= self.seconds_per_call:
             return ""
-        bound = (self.calls - self.probe_calls) * self.cap_seconds_per_call / self.concurrency
+        bound = self.calls_seconds(self.calls - self.probe_calls, self.cap_seconds_per_call)
         return f"; Table 1's calls up to ~{bound / 60:.1f} min if every reply ran to its cap"
 
 
