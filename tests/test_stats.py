@@ -11,6 +11,7 @@ from supersede_lib.eval.stats import (
     BootstrapResult,
     McNemarResult,
     accuracy_table,
+    holm_adjusted,
     paired_bootstrap_diff,
     paired_mcnemar,
     success_trend,
@@ -239,3 +240,15 @@ def test_step_trend_counts_each_step_once() -> None:
     assert falling.p_one_sided > 0.99
     flat = step_success_trend(steps, [True] * len(steps))
     assert (flat.tau, flat.p_one_sided) == (0.0, 1.0)
+
+
+def test_holm_adjusted_is_statsmodels_holm_to_the_bit() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    generator = np.random.default_rng(3)
+    cases = [generator.uniform(0, 1, size) for size in (1, 2, 7, 30)]
+    cases += [np.array([0.01, 0.04, 0.04, 0.3, 0.01]), np.array([1e-12, 0.5, 0.5, 1.0]), np.array([0.3, 0.4])]
+    for p_values in cases:
+        assert holm_adjusted(p_values) == multipletests(p_values, method="holm")[1].tolist()
+    assert holm_adjusted([]) == []
+    assert holm_adjusted([0.04, 0.01]) == [0.04, 0.02]  # 0.01 x 2 first, then max(0.02, 0.04 x 1)

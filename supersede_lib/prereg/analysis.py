@@ -19,6 +19,7 @@ import pandas as pd
 
 from supersede_lib import profiles
 from supersede_lib.eval.stats import (
+    holm_adjusted,
     paired_bootstrap_diff,
     paired_mcnemar,
     quarter_steps,
@@ -111,10 +112,8 @@ def _against(arm: pd.Series, control: pd.Series) -> tuple[float, float, float, f
 
 def _holm(rows: list[dict], column: str) -> None:
     """Add `<column> (Holm)`: Holm's adjustment across the table's rows that have `column`."""
-    from statsmodels.stats.multitest import multipletests
-
     if rows:
-        adjusted = multipletests([row[column] for row in rows], method="holm")[1]
+        adjusted = holm_adjusted([row[column] for row in rows])
         for row, p_holm in zip(rows, adjusted, strict=True):
             row[f"{column} (Holm)"] = p_holm
 

@@ -34,7 +34,7 @@ from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.matcher import score_episode_answer
 from supersede_lib.eval.run_files import write_bytes_atomic
 from supersede_lib.eval.runner import RunSettings, run_condition
-from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar, wilson_interval
+from supersede_lib.eval.stats import holm_adjusted, paired_bootstrap_diff, paired_mcnemar, wilson_interval
 from supersede_lib.instruction import Optimisation, optimise_instruction
 from supersede_lib.models.chat import release_model
 from supersede_lib.models.cpu_features import cpu_model_name, read_cpuinfo
@@ -126,11 +126,7 @@ def paired(name: str, mine: pd.Series, other: pd.Series, *, resamples: int = BOO
 
 def with_holm(seeds: Sequence[Paired]) -> list[Paired]:
     """Holm's adjustment of the seeds' exact p values."""
-    from statsmodels.stats.multitest import multipletests
-
-    if not seeds:
-        return []
-    adjusted = multipletests([seed.p_exact for seed in seeds], method="holm")[1]
+    adjusted = holm_adjusted([seed.p_exact for seed in seeds])
     return [replace(seed, p_holm=float(p)) for seed, p in zip(seeds, adjusted, strict=True)]
 
 

@@ -33,6 +33,7 @@ from supersede_lib.eval.memory_metrics import embedding_calls
 from supersede_lib.eval.progress import StudyProgress
 from supersede_lib.eval.run_files import REPO_ROOT, default_run_name
 from supersede_lib.eval.runner import MissingCapabilityError, RunResult, RunSettings, run_condition
+from supersede_lib.eval.stats import holm_adjusted
 from supersede_lib.models.cache import CachedChatModel, ResponseCache
 from supersede_lib.models.chat import ChatModel, release_model
 from supersede_lib.profiles import MemoryPolicyEntry, MemorySystemsBlock, Profile
@@ -305,12 +306,6 @@ def policy_row(found: PolicyRun, left_out: set[str], grader: str) -> dict[str, A
     return {**row, "memory": found.memory, "prompt_variant": found.prompt_variant}
 
 
-def _holm(p_values: list[float]) -> list[float]:
-    from statsmodels.stats.multitest import multipletests
-
-    return list(multipletests(p_values, method="holm")[1]) if p_values else []
-
-
 def mcnemar_rows(
     runs: Sequence[PolicyRun], left_out: set[str], reference: str, model: str, data: str
 ) -> list[dict[str, Any]]:
@@ -332,7 +327,7 @@ def mcnemar_rows(
         other = correct(policy).reindex(base.index)
         test = mcnemar_dict(base.tolist(), other.fillna(False).tolist())
         rows.append({"data": data, "model": model, "policy": policy, "reference": reference, **test})
-    for row, adjusted in zip(rows, _holm([row["p_exact"] for row in rows]), strict=True):
+    for row, adjusted in zip(rows, holm_adjusted([row["p_exact"] for row in rows]), strict=True):
         row["p_exact_holm"] = float(adjusted)
     return rows
 

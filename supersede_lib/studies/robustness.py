@@ -24,7 +24,7 @@ from supersede_lib.agent.memory import DEFAULT_MEMORY
 from supersede_lib.data.episodes import load_episodes
 from supersede_lib.eval.run_files import default_run_name
 from supersede_lib.eval.runner import RunResult, RunSettings, run_condition
-from supersede_lib.eval.stats import paired_bootstrap_diff, paired_mcnemar, wilson_interval
+from supersede_lib.eval.stats import holm_adjusted, paired_bootstrap_diff, paired_mcnemar, wilson_interval
 from supersede_lib.models.cache import CachedChatModel, RecordedRepliesOnly
 from supersede_lib.models.chat import ChatModel, release_model
 from supersede_lib.models.gguf import EmbeddedGGUFModel
@@ -463,13 +463,11 @@ def drop_row(pairs: pd.DataFrame, failed: int) -> dict[str, Any]:
 def with_holm(drops: pd.DataFrame) -> pd.DataFrame:
     """`p_holm`: the exact McNemar p, Holm-adjusted across the perturbations of one model and
     condition (rows without a test stay empty)."""
-    from statsmodels.stats.multitest import multipletests
-
     drops = drops.assign(p_holm=float("nan"))
     for _, group in drops.groupby(["model", "condition", "memory_policy"], sort=False):
         tested = group["p_exact"].dropna()
         if len(tested):
-            drops.loc[tested.index, "p_holm"] = multipletests(tested.to_numpy(), method="holm")[1]
+            drops.loc[tested.index, "p_holm"] = holm_adjusted(tested.to_numpy())
     return drops
 
 
