@@ -179,7 +179,8 @@ def test_a_replay_checks_the_recorded_09_and_its_report_section_holds_the_drops(
     lines: list[str] = []
     paths = [reproduce.NOTEBOOK_DIR / "02_isolation.ipynb", reproduce.NOTEBOOK_DIR / "09_robustness.ipynb"]
     assert reproduce.recorded_notebooks("offline", paths, lines.append) == paths and not lines
-    section = report.build_report("offline").split("## 09 · Robustness")[1].split("\n## ")[0]
+    committed = profiles.REPO_ROOT / "outputs"  # not the module's scratch root (`output_root`)
+    section = report.build_report("offline", committed).split("## 09 · Robustness")[1].split("\n## ")[0]
     assert "Not recorded yet" not in section
     assert "indirect: drop" in section and "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M" in section
     assert "09 · Robustness" not in report.build_report("cpu_proof")  # no block, no folder: no section
