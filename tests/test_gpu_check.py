@@ -46,6 +46,17 @@ def test_plain_training_and_generation_checks_pass_and_are_reported(tmp_path: Pa
     assert "| transformers | yes |" in table and "| generation | yes |" in table
 
 
+def test_the_importance_sampling_check_reports_the_gap_and_weight_of_each_step(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    code = gpu_check_command.main(["--allow-cpu", "--checks", "transformers_is", "--out", str(out)])
+    record = json.loads((out / gpu_check.REPORT_JSON).read_text())
+    detail = record["checks"][0]["detail"]
+    assert code == 0, record
+    assert len(detail["sampling_logp_gap"]) == 2 == len(detail["is_ratio"])
+    assert all(0 < ratio <= 3.0 for ratio in detail["is_ratio"])  # TRL's default cap
+    assert "mean importance weight" in (out / gpu_check.REPORT_MD).read_text()
+
+
 def test_a_failing_check_is_reported_and_the_rest_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

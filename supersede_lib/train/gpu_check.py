@@ -10,6 +10,8 @@ Each check trains the tiny random Qwen2 (`models.tiny`, built offline) for two G
   so Unsloth loads fp16 and the Trainer scales the loss;
 - `transformers`: plain transformers + PEFT on CUDA (no Unsloth), gradient checkpointing on;
 - `transformers_prefix`: the same without checkpointing, with the shared prompt prefix;
+- `transformers_is`: plain PEFT with TRL's importance-sampling correction (`token_truncate`): the
+  sampler's log-probs against the training forward's, their gap and the weight logged each step;
 - `generation`: the last trained adapter answers through `HFChatModel` on CUDA in a fresh process
   (as notebook 07 evaluates; Unsloth, once imported, patches transformers' models), greedy replies
   the same with and without the prompt-prefix cache.
@@ -41,7 +43,10 @@ from supersede_lib.agent.rollout import BoundedMemoryRollout
 from supersede_lib.models.tiny import build_tiny_model
 from supersede_lib.train.config import TrainingConfig, tiny_smoke_config
 
-CHECKS = ("unsloth", "unsloth_fp16", "transformers", "transformers_prefix", "generation")
+CHECKS = ("unsloth", "unsloth_fp16", "transformers", "transformers_prefix", "transformers_is", "generation")
+# what a run with the sampler's log-probs measured logs each step (train/grpo.py, TRL's names)
+SAMPLING_GAP_METRIC = "sampling/sampling_logp_difference/mean"
+IS_RATIO_METRIC = "sampling/importance_sampling_ratio/mean"
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "unsloth", "unsloth_zoo", "bitsandbytes")
 REPORT_JSON = "gpu_check.json"
 REPORT_MD = "gpu_check.md"
@@ -144,6 +149,7 @@ def check_training(config: TrainingConfig) -> dict[str, Any]:
         "optimizer_moment_dtypes": sorted(optimizer_moment_dtypes(checkpoint)),
         "adapter_moved": not lora_b_is_zero(adapter),
         "checkpoint": str(checkpoint),
+        **sampling_gap_detail(config, load_metrics(result.metrics_path)),
     }
     problems = []
     if result.final_step != config.max_steps or step != config.max_steps:
@@ -156,9 +162,27 @@ def check_training(config: TrainingConfig) -> dict[str, Any]:
         problems.append(f"optimizer moments are {detail['optimizer_moment_dtypes']}, not float32")
     if not detail["adapter_moved"]:
         problems.append("every LoRA B matrix is still zero: the adapter never moved")
+    if config.rollout_is_correction != "none":
+        measured = [detail["sampling_logp_gap"], detail["is_ratio"]]
+        if any(len(values) != config.max_steps or not all(map(math.isfinite, values)) for values in measured):
+            problems.append(
+                f"the sampler's log-prob gap and importance weight not finite every step: {measured}"
+            )
     if problems:
         raise AssertionError("; ".join(problems) + f" ({json.dumps(detail, default=str)})")
     return detail
+
+
+def sampling_gap_detail(config: TrainingConfig, metrics: Any) -> dict[str, list[float]]:
+    """Per step, the mean |training - sampling| log-prob of the sampled tokens and the mean importance
+    weight, for a run that measures them (empty for one that does not)."""
+    if config.sampling_gap_every == 0 and config.rollout_is_correction == "none":
+        return {}
+    columns = {"sampling_logp_gap": SAMPLING_GAP_METRIC, "is_ratio": IS_RATIO_METRIC}
+    return {
+        name: [round(float(value), 5) for value in metrics[column].dropna()] if column in metrics else []
+        for name, column in columns.items()
+    }
 
 
 MAX_LOGIT_GAP = 0.02  # |whole - cached| / |whole| of next-token logits; bf16 sums in another order
@@ -246,6 +270,7 @@ TRAININGS: dict[str, tuple[dict[str, Any], bool]] = {
         dict(use_unsloth=False, gradient_checkpointing=False, share_prompt_prefix=True),
         False,
     ),
+    "transformers_is": (dict(use_unsloth=False, rollout_is_correction="token_truncate"), False),
 }
 
 
@@ -313,6 +338,11 @@ def write_report(results: Sequence[CheckResult], environment_report: dict[str, A
                 f"adapter {'/'.join(result.detail['adapter_dtypes'])}, "
                 f"Adam moments {'/'.join(result.detail['optimizer_moment_dtypes'])}"
             )
+            if result.detail.get("is_ratio"):
+                seen += (
+                    f"; sampler-trainer log-prob gap per step {result.detail['sampling_logp_gap']}, "
+                    f"mean importance weight {result.detail['is_ratio']}"
+                )
         elif result.ok:
             seen = (
                 f"on {result.detail['device']}: prefix-cached next-token logits within "
