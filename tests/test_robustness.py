@@ -182,7 +182,10 @@ def test_a_replay_checks_the_recorded_09_and_its_report_section_holds_the_drops(
     committed = profiles.REPO_ROOT / "outputs"  # not the module's scratch root (`output_root`)
     section = report.build_report("offline", committed).split("## 09 · Robustness")[1].split("\n## ")[0]
     assert "Not recorded yet" not in section
-    assert "indirect: drop" in section and "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M" in section
+    assert (
+        "| Qwen2.5-Coder-0.5B-Instruct-Q4_K_M | full_context | indirect | 40 |" in section
+    )  # the drops table
+    assert "Headline numbers (ours):** 292, each a cell of the table below" in section  # counted, not listed
     assert "09 · Robustness" not in report.build_report("cpu_proof")  # no block, no folder: no section
 
 

@@ -66,6 +66,10 @@ OPTIONAL_SECTIONS = {
     NOTEBOOK_FAST_SLOW: "fast_slow",
 }
 REPORT_FILE = "REPORT.md"
+# studies whose own table holds every headline number as a cell (09: one row per model, condition and
+# perturbation with both accuracies, the drop and its p): the section counts them instead of listing
+# each in a row of its own (hundreds of rows)
+HEADLINES_IN_OWN_TABLE = {NOTEBOOK_ROBUSTNESS}
 
 
 def read_summary(study_dir: Path) -> dict[str, Any] | None:
@@ -156,7 +160,13 @@ def study_section(study_dir: Path, title: str, report_dir: Path) -> str:
             "",
         ]
         numbers = numbers_table(summary)
-        if len(numbers):
+        if len(numbers) and study_dir.name in HEADLINES_IN_OWN_TABLE:
+            lines += [
+                f"**Headline numbers (ours):** {len(numbers)}, each a cell of the table below "
+                f"(`{study_dir.name}/{STUDY_SUMMARY_FILE}` lists them one by one).",
+                "",
+            ]
+        elif len(numbers):
             lines += ["**Headline numbers (ours)**", "", markdown_table(numbers)]
         failed = summary.get("failed_runs") or []
         if failed:
