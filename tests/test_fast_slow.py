@@ -253,6 +253,7 @@ def test_the_study_runs_end_to_end_and_replays_without_the_weights(
     assert list(result.kl["model"]) == ["GEPA 8", "GEPA 12", "verdict s11 twin"]
     assert result.kl.iloc[:2]["kl_per_token"].eq(0).all() and result.kl.iloc[2]["kl_per_token"] > 0
     assert list(result.cost["metric_calls"]) == [8, 12] or result.cost["metric_calls"].ge([8, 12]).all()
+    assert result.cost["task_cached_calls"].between(0, result.cost["task_calls"]).all()
     assert set(result.drops["model"]) == {"GEPA 8", "GEPA 8 with verdict s11 twin"} and len(result.drops) == 4
     folder = result.output_dir
     for name in (
@@ -310,6 +311,24 @@ def test_a_minibatch_that_repeats_an_episode_runs_it_once_and_scores_each_place(
         result = adapter.evaluate(batch, {NOTES_COMPONENT: "Write notes."})
     assert len(result.scores) == 3 and result.scores[1] == result.scores[2]
     assert adapter.tally.episodes == 2
+
+
+def test_a_cost_written_before_the_cached_count_reads_it_from_the_optimisation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
+    folder = fast_slow.gepa_folder(PREREG, 160)
+    folder.mkdir(parents=True)
+    cost = {
+        "metric_calls": 161,
+        "task_calls": 578,
+        "reflection": {"calls": 29, "cached_calls": 29},
+        "wall_s": 56.8,
+    }
+    (folder / fast_slow.COST_FILE).write_text(json.dumps(cost))
+    (folder / "optimisation.json").write_text(json.dumps({"rollouts": {"cached_calls": 570}}))
+    row = fast_slow.cost_table(PREREG, [160, 640]).iloc[0]  # 640 has no folder: no row
+    assert (row["method"], row["task_cached_calls"], row["reflection_cached_calls"]) == ("GEPA 160", 570, 29)
 
 
 def test_a_replay_skips_notebook_10_until_it_is_recorded_and_the_report_says_so() -> None:

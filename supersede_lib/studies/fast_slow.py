@@ -235,6 +235,7 @@ def gepa_cost(optimisation: Optimisation) -> dict[str, Any]:
     return {
         "metric_calls": optimisation.metric_calls,
         "task_calls": rollouts["model_calls"],
+        "task_cached_calls": rollouts["cached_calls"],
         "task_prompt_tokens": rollouts["prompt_tokens"],
         "task_completion_tokens": rollouts["completion_tokens"],
         "reflection": reflection,
@@ -689,13 +690,24 @@ def agent_instruction(profile: Profile) -> str:
     return seed_instruction(agent_settings(profile))
 
 
+COST_NOTE = (
+    "wall_s is the time the run's own processes spent; a call read back from the cache "
+    "(task_cached_calls, reflection_cached_calls) cost none of it, so a run finished from recorded "
+    "replies times its live part only (docs/fast-slow-log.md says what each run took in all)."
+)
+
+
 def cost_table(profile: Profile, budgets: Sequence[int]) -> pd.DataFrame:
-    """Each GEPA run's recorded cost (`cost.json`, kept from the live run)."""
+    """Each GEPA run's recorded cost (`cost.json`, kept from the live run), with how many of its task
+    calls were read back from the cache (from `optimisation.json` where `cost.json` predates the count)."""
     rows = []
     for budget in budgets:
-        path = gepa_folder(profile, budget) / COST_FILE
+        folder = gepa_folder(profile, budget)
+        path = folder / COST_FILE
         if path.exists():
             cost = json.loads(path.read_text(encoding="utf-8"))
+            if "task_cached_calls" not in cost and (optimisation := read_optimisation(folder)) is not None:
+                cost["task_cached_calls"] = optimisation["rollouts"]["cached_calls"]
             reflection = cost.pop("reflection")
             rows.append(
                 {"method": gepa_label(budget)}
@@ -740,9 +752,9 @@ def write_fast_slow(result: FastSlowResult) -> FastSlowResult:
         tables.append(write_table(directory, "test_set", result.rows, TABLE_NOTE, result.table))
     if len(result.comparisons):
         tables.append(write_table(directory, "comparisons", result.comparisons, LABEL_NOTE))
-    for name, frame in (("cost", result.cost), ("kl_drift", result.kl)):
+    for name, frame, note in (("cost", result.cost, COST_NOTE), ("kl_drift", result.kl, "")):
         if len(frame):
-            tables.append(write_table(directory, name, frame))
+            tables.append(write_table(directory, name, frame, note))
     if len(result.drops):
         tables.append(
             write_table(directory, "robustness_drops", result.drops, robustness.DROP_NOTE, result.drops_table)
