@@ -127,7 +127,7 @@ def paired(name: str, mine: pd.Series, other: pd.Series, *, resamples: int = BOO
 def with_holm(seeds: Sequence[Paired]) -> list[Paired]:
     """Holm's adjustment of the seeds' exact p values."""
     adjusted = holm_adjusted([seed.p_exact for seed in seeds])
-    return [replace(seed, p_holm=float(p)) for seed, p in zip(seeds, adjusted, strict=True)]
+    return [replace(seed, p_holm=p) for seed, p in zip(seeds, adjusted, strict=True)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -328,7 +328,7 @@ def mcnemar_rows(
         test = mcnemar_dict(base.tolist(), other.fillna(False).tolist())
         rows.append({"data": data, "model": model, "policy": policy, "reference": reference, **test})
     for row, adjusted in zip(rows, holm_adjusted([row["p_exact"] for row in rows]), strict=True):
-        row["p_exact_holm"] = float(adjusted)
+        row["p_exact_holm"] = adjusted
     return rows
 
 
