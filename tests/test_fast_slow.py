@@ -368,3 +368,25 @@ def _notebook_cells_display(result: fast_slow.FastSlowResult) -> None:
     names = {name: getattr(notebook, name) for name in generator.DISPLAY_HELPERS} | {"result": result}
     for source in cells[study:]:
         exec(source.replace("result = fast_slow.run_fast_slow(profile)", ""), names)  # noqa: S102
+
+
+def test_an_instruction_is_judged_in_float32_like_the_registered_arms_on_a_bf16_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registered arms were judged by `HFChatModel-float32-prefix`: a CPU whose fastest dtype is bf16
+    (AMX) must not judge the instructions compared with them in another dtype."""
+    import torch
+
+    from supersede_lib.models import cpu_features, hf
+    from supersede_lib.studies import robustness
+    from supersede_lib.studies.evaluation_sets import SetModel
+
+    monkeypatch.setattr(cpu_features, "read_cpuinfo", lambda: "flags\t: avx512f avx512_bf16 amx_bf16")
+    assert hf.fast_dtype("cpu") == torch.bfloat16  # what `auto` would pick here
+    built: dict = {}
+    monkeypatch.setattr(hf, "HFChatModel", lambda *args, **kwargs: built.update(kwargs) or "model")
+    test_set = fast_slow.evaluation_set(PREREG, PREREG.require("fast_slow").test)
+    assert robustness.TRAINED_ENGINES["prefix_cache"](
+        PREREG, test_set, tmp_path, "base.gguf", SetModel("GEPA 160", None)
+    )
+    assert built["dtype"] == torch.float32 and built["prefix_cache"]

@@ -153,10 +153,15 @@ def _episodes(evaluation: EvaluationSet) -> list | None:
 
 
 def live_model(
-    block: TransferBlock, evaluation: EvaluationSet, folder: Path, base_path: str, model: SetModel
+    block: TransferBlock,
+    evaluation: EvaluationSet,
+    folder: Path,
+    base_path: str,
+    model: SetModel,
+    dtype: Any = None,
 ) -> Any:
-    """The base or a checkpoint with its weights on the set's engine (also 09's trained policies); a
-    checkpoint recorded earlier in `folder` keeps its recorded name."""
+    """The base or a checkpoint with its weights on the set's engine (also 09's trained policies), in
+    `dtype` (None: this CPU's fastest); a checkpoint recorded earlier in `folder` keeps its recorded name."""
     from supersede_lib.models.hf import HFChatModel, adapter_file_fingerprint
 
     name = None
@@ -174,6 +179,7 @@ def live_model(
         name=name,
         merge_adapter=block.merge_adapter,
         prefix_cache=evaluation.engine == "prefix_cache",
+        dtype=dtype,
     )
 
 

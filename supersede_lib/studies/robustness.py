@@ -210,13 +210,17 @@ def arm_scope(block: RobustnessBlock, policy: str, pairs: int) -> tuple[int, lis
 def _transformers_model(
     profile: Profile, evaluation: EvaluationSet, folder: Path, base_path: str, model: SetModel
 ) -> ChatModel:
-    """The registered engine: transformers with the prompt-prefix cache, loaded as 07 loads adapters
+    """The registered engine: transformers with the prompt-prefix cache in float32, as the registered
+    arms were judged (their manifests: `HFChatModel-float32-prefix`), also on a CPU whose fastest dtype is
+    bf16: a reply compared with theirs is made with the same numerics. Adapters load as 07 loads them
     (the kept adapter restored into a PEFT folder in the git-ignored cache first)."""
+    import torch
+
     if model.adapter is not None:
         restored = profiles.cache_path(profile).parent / "adapters" / model.label
         model = SetModel(model.label, restore_adapter(model.adapter, restored))
     prefix = evaluation.model_copy(update={"engine": "prefix_cache"})
-    return live_model(profile.require("transfer"), prefix, folder, base_path, model)
+    return live_model(profile.require("transfer"), prefix, folder, base_path, model, dtype=torch.float32)
 
 
 def _llamacpp_model(
