@@ -599,6 +599,13 @@ class TransferBlock(_Block):
             raise ValueError(f"evaluation set names must differ (got {names})")
         return self
 
+    def evaluation(self, name: str) -> EvaluationSet:
+        """The evaluation set called `name`; a name the block lacks is refused with the ones it has."""
+        named = {item.name: item for item in self.evaluations}
+        if name not in named:
+            raise ProfileError(f"no evaluation set {name!r} (sets: {', '.join(named)})")
+        return named[name]
+
 
 class OverviewBlock(_Block):
     """01: how many LongMemEval questions the statistics cover (None: every one of the type)."""

@@ -30,23 +30,9 @@ from supersede_lib.models.gguf import EmbeddedGGUFModel
 from supersede_lib.models.hf import HFChatModel, dtype_label, fast_dtype
 from supersede_lib.studies.evaluation_sets import ConfigOnly, set_folder, set_settings
 from supersede_lib.studies.robustness import LLAMACPP_CONTEXT
-from supersede_lib.studies.training import planned_arms
+from supersede_lib.studies.training import arm_config
 from supersede_lib.train.kept_adapters import restore_adapter
 from supersede_lib.train.run import resolve_base_model
-
-
-def _evaluation(profile: profiles.Profile, set_name: str) -> Any:
-    evaluations = {item.name: item for item in profile.require("transfer").evaluations}
-    if set_name not in evaluations:
-        raise ValueError(f"{profile.source}: no evaluation set {set_name!r} (sets: {', '.join(evaluations)})")
-    return evaluations[set_name]
-
-
-def _arm_config(profile: profiles.Profile, arm_name: str) -> Any:
-    arms = {arm.name: arm for arm in planned_arms(profile)}
-    if arm_name not in arms:
-        raise ValueError(f"{profile.source}: no training arm {arm_name!r} (arms: {', '.join(arms)})")
-    return arms[arm_name].config
 
 
 def compare_judgements(fresh: pd.DataFrame, recorded: pd.DataFrame) -> dict[str, Any]:
@@ -132,11 +118,11 @@ def judging_bench(
     import torch
 
     profile = profiles.load_profile(profile_name)
-    evaluation = _evaluation(profile, set_name)
+    evaluation = profile.require("transfer").evaluation(set_name)
     recorded_csv = set_folder(profile, evaluation) / f"{recorded_label}.csv"
     if not recorded_csv.exists():
         return {"skipped": f"{recorded_csv} not found (the committed judgement to compare with)"}
-    config = _arm_config(profile, arm)
+    config = arm_config(profile, arm)
     base_path = resolve_base_model(config)
     if not Path(base_path).exists():
         return {"skipped": f"{Path(base_path).name} not found (the adapters' base model)"}

@@ -39,12 +39,10 @@ class LabelBatchError(ValueError):
 
 
 def evaluation_set(profile: profiles.Profile, set_name: str) -> profiles.EvaluationSet:
-    named = {evaluation.name: evaluation for evaluation in profile.transfer.evaluations}
-    if set_name not in named:
-        raise LabelBatchError(
-            f"profile {profile.name} has no evaluation set {set_name!r} (sets: {', '.join(named)})"
-        )
-    return named[set_name]
+    try:
+        return profile.require("transfer").evaluation(set_name)
+    except profiles.ProfileError as error:
+        raise LabelBatchError(f"profile {profile.name} has {error}") from error
 
 
 def set_episodes(profile: profiles.Profile, set_name: str) -> dict[str, Episode]:

@@ -52,8 +52,7 @@ from supersede_lib.results.headings import (
 from supersede_lib.results.outputs import StudyResult, record_summary, write_csv_atomic, write_table
 from supersede_lib.studies import robustness
 from supersede_lib.studies.evaluation_sets import BASE, ConfigOnly, set_folder, set_settings
-from supersede_lib.studies.training import planned_arms
-from supersede_lib.train.config import TrainingConfig
+from supersede_lib.studies.training import arm_config
 from supersede_lib.train.run import resolve_base_model
 
 ALPHA = 0.05
@@ -135,28 +134,24 @@ def with_holm(seeds: Sequence[Paired]) -> list[Paired]:
 # --------------------------------------------------------------------------------------------
 
 
-def arm_config(profile: Profile) -> TrainingConfig:
-    """The training config of the block's arm: the agent the instruction and the twins share."""
-    block: FastSlowBlock = profile.require("fast_slow")
-    return next(arm.config for arm in planned_arms(profile) if arm.name == block.arm)
-
-
-def evaluation_set(profile: Profile, name: str) -> EvaluationSet:
-    return next(item for item in profile.require("transfer").evaluations if item.name == name)
-
-
 def agent_settings(profile: Profile) -> RunSettings:
     """07's settings of the test set for the arm's training (prompt variant, B, token caps)."""
     block: FastSlowBlock = profile.require("fast_slow")
-    return set_settings(profile, evaluation_set(profile, block.test), [ConfigOnly(arm_config(profile))])
+    return set_settings(
+        profile,
+        profile.require("transfer").evaluation(block.test),
+        [ConfigOnly(arm_config(profile, block.arm))],
+    )
 
 
 def registered_rows(profile: Profile) -> dict[str, Path]:
     """The registered rows' per-model CSVs from 07: base, format-controlled base, each verdict seed."""
     block: FastSlowBlock = profile.require("fast_slow")
-    test = set_folder(profile, evaluation_set(profile, block.test))
+    test = set_folder(profile, profile.require("transfer").evaluation(block.test))
     rows = {"base": test / f"{BASE}.csv"}
-    rows[REFERENCE] = set_folder(profile, evaluation_set(profile, block.reference)) / f"{BASE}.csv"
+    rows[REFERENCE] = (
+        set_folder(profile, profile.require("transfer").evaluation(block.reference)) / f"{BASE}.csv"
+    )
     for seed in block.verdict_seeds:
         rows[f"{block.arm} s{seed}"] = test / f"{block.arm}__seed-{seed}__step-{FINAL_STEP}.csv"
     return rows
@@ -203,7 +198,7 @@ def run_gepa(profile: Profile, budget: int, *, progress: bool = True) -> Optimis
     """One GEPA run of the block's set-up at `budget` metric calls, resumed from its folder when it holds
     a saved state; its cost (a live measurement) is kept in `cost.json` once written."""
     block: FastSlowBlock = profile.require("fast_slow")
-    selection = load_episodes(evaluation_set(profile, block.selection).episodes)
+    selection = load_episodes(profile.require("transfer").evaluation(block.selection).episodes)
     task = profiles.model_for(block.task_model, profile)
     reflection = profiles.model_for(block.reflection_model, profile)
     folder = gepa_folder(profile, budget)
@@ -302,8 +297,8 @@ def judge_plans(
     """Each plan's run over `episodes` in `folder` (finished runs read back), on `engine` (default: the
     engine of the block's test set): recorded replies where its run is recorded, else its weights."""
     block: FastSlowBlock = profile.require("fast_slow")
-    engine = engine or evaluation_set(profile, block.test).engine
-    base_path = resolve_base_model(arm_config(profile))
+    engine = engine or profile.require("transfer").evaluation(block.test).engine
+    base_path = resolve_base_model(arm_config(profile, block.arm))
     folder.mkdir(parents=True, exist_ok=True)
     frames = {}
     for plan in plans:
@@ -416,7 +411,9 @@ def probe_prompts(profile: Profile) -> list[list[dict[str, str]]]:
     from the episodes alone, so every adapter is probed on the same text with no model call."""
     block: FastSlowBlock = profile.require("fast_slow")
     settings = agent_settings(profile)
-    episodes = load_episodes(evaluation_set(profile, block.selection).episodes)[: block.kl_probe_episodes]
+    episodes = load_episodes(profile.require("transfer").evaluation(block.selection).episodes)[
+        : block.kl_probe_episodes
+    ]
     prompts = []
     for episode in episodes:
         budget = settings.budget_for(episode)
@@ -462,7 +459,7 @@ def kl_drift(profile: Profile, budgets: Sequence[int], folder: Path) -> pd.DataF
     block: FastSlowBlock = profile.require("fast_slow")
     path = folder / f"{KL_FILE}"
     recorded = pd.read_csv(path).set_index("model") if path.exists() else pd.DataFrame()
-    base_path = resolve_base_model(arm_config(profile))
+    base_path = resolve_base_model(arm_config(profile, block.arm))
     weights_here = not Path(base_path).is_absolute() or Path(base_path).exists()
     rows = [
         {
@@ -636,7 +633,7 @@ def analyse_fast_slow(
 ) -> FastSlowResult:
     """The tables and the curve from the runs' files (nothing here makes a model call)."""
     block: FastSlowBlock = profile.require("fast_slow")
-    test = evaluation_set(profile, block.test)
+    test = profile.require("transfer").evaluation(block.test)
     episodes = {episode.episode_id: episode for episode in load_episodes(test.episodes)}
     rows: dict[str, pd.DataFrame] = {}
     for label, path in registered_rows(profile).items():
@@ -647,7 +644,7 @@ def analyse_fast_slow(
     rows |= {label: regraded(frame, episodes) for label, frame in frames.items()}
     tidy = pd.DataFrame([row_counts(label, frame) for label, frame in rows.items()])
     comparisons, labels = _comparisons(block, rows, list(frames))
-    config = arm_config(profile)
+    config = arm_config(profile, block.arm)
     curve = pd.concat(
         [gepa_curve(opt, gepa_label(budget)) for budget, opt in optimisations.items()]
         + [
@@ -794,7 +791,7 @@ def run_fast_slow(
                 f"{gepa_label(budget)}: skipped (its GEPA run has not been made; run_fast_slow(budgets=[{budget}]))"
             )
     instructions = {budget: opt["best_instruction"] for budget, opt in optimisations.items()}
-    test = evaluation_set(profile, block.test)
+    test = profile.require("transfer").evaluation(block.test)
     plans = instruction_plans(profile, instructions, test)
     frames = judge_plans(profile, plans, load_episodes(test.episodes), directory / TEST_FOLDER, progress)
     result = analyse_fast_slow(profile, optimisations, frames)

@@ -140,6 +140,14 @@ def planned_arms(
     ]
 
 
+def arm_config(profile: Profile, arm_name: str) -> TrainingConfig:
+    """The training config of the planned arm called `arm_name` (its agent: prompt variant, budget, caps)."""
+    arms = {arm.name: arm.config for arm in planned_arms(profile)}
+    if arm_name not in arms:
+        raise ProfileError(f"{profile.source}: no training arm {arm_name!r} (arms: {', '.join(arms)})")
+    return arms[arm_name]
+
+
 def arm_configs(
     profile: Profile, *, curricula: Sequence[str] | None = None, rewards: Sequence[str] | None = None
 ) -> list[tuple[str, TrainingConfig]]:
