@@ -48,6 +48,7 @@ from supersede_lib.instruction.reflection import (
     StopOnConfigError,
 )
 from supersede_lib.models.chat import ChatModel
+from supersede_lib.profiles import display_path
 
 VALIDATION_EPISODES = 20  # the selection set's first 20 episodes: GEPA's validation (Pareto) set
 MINIBATCH_SIZE = 3
@@ -210,7 +211,7 @@ def optimise_instruction(
         reflection=resume.reflection.as_dict(),
         rollouts=asdict(resume.rollouts),
         wall_s=round(resume.wall_s, 3),
-        run_dir=str(run_dir),
+        run_dir=display_path(run_dir),  # no machine path in a record
     )
     write_bytes_atomic(run_dir / SUMMARY_FILE, _json_bytes(optimisation.as_dict()))
     return optimisation
