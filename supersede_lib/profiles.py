@@ -690,8 +690,7 @@ class Profile(_Block):
         return config
 
 
-def display_path(path: Path) -> str:
-    """`path` relative to the repository when it lies inside it (what a committed file may name), else as given."""
+def _display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:
@@ -840,7 +839,7 @@ def load_profile(
         path = CONFIG_DIR / f"{name_or_path}.yaml"
     if not path.exists():
         raise ProfileError(f"no profile {name_or_path!r}: expected {path} (choices: {', '.join(PROFILES)})")
-    source = display_path(path)
+    source = _display_path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:

@@ -289,9 +289,3 @@ def test_a_profile_builds_each_runs_settings_in_one_place() -> None:
     assert (settings.concurrency, settings.prompt_variant) == (profile.concurrency, profile.prompt_variant)
     assert settings.notes_budget_chars == 120
     assert profile.run_settings().notes_budget_chars == PAPER_NOTES_BUDGET_CHARS
-
-
-def test_a_path_inside_the_repository_is_written_relative_to_it(tmp_path) -> None:
-    inside = profiles.REPO_ROOT / "outputs" / "cpu_proof_prereg" / "10_fast_slow" / "gepa-160"
-    assert profiles.display_path(inside) == "outputs/cpu_proof_prereg/10_fast_slow/gepa-160"
-    assert profiles.display_path(tmp_path) == str(tmp_path)  # outside: as given

@@ -31,7 +31,7 @@ from gepa.strategies.batch_sampler import EpochShuffledBatchSampler
 from gepa.strategies.candidate_selector import ParetoCandidateSelector
 
 from supersede_lib.agent.episode import Episode
-from supersede_lib.eval.run_files import write_bytes_atomic
+from supersede_lib.eval.run_files import portable_path, write_bytes_atomic
 from supersede_lib.eval.runner import RunSettings
 from supersede_lib.instruction.adapter import (
     NOTES_COMPONENT,
@@ -48,7 +48,6 @@ from supersede_lib.instruction.reflection import (
     StopOnConfigError,
 )
 from supersede_lib.models.chat import ChatModel
-from supersede_lib.profiles import display_path
 
 VALIDATION_EPISODES = 20  # the selection set's first 20 episodes: GEPA's validation (Pareto) set
 MINIBATCH_SIZE = 3
@@ -211,7 +210,7 @@ def optimise_instruction(
         reflection=resume.reflection.as_dict(),
         rollouts=asdict(resume.rollouts),
         wall_s=round(resume.wall_s, 3),
-        run_dir=display_path(run_dir),  # no machine path in a record
+        run_dir=portable_path(run_dir),  # no machine path in a record
     )
     write_bytes_atomic(run_dir / SUMMARY_FILE, _json_bytes(optimisation.as_dict()))
     return optimisation
