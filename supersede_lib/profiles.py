@@ -599,13 +599,6 @@ class TransferBlock(_Block):
             raise ValueError(f"evaluation set names must differ (got {names})")
         return self
 
-    def evaluation(self, name: str) -> EvaluationSet:
-        """The evaluation set called `name`; a name the block lacks is refused with the ones it has."""
-        named = {item.name: item for item in self.evaluations}
-        if name not in named:
-            raise ProfileError(f"no evaluation set {name!r} (sets: {', '.join(named)})")
-        return named[name]
-
 
 class OverviewBlock(_Block):
     """01: how many LongMemEval questions the statistics cover (None: every one of the type)."""
@@ -678,6 +671,13 @@ class Profile(_Block):
         if block is None:
             raise ProfileError(f"{self.source}: {section}: missing (this study needs a '{section}:' block)")
         return block
+
+    def evaluation(self, name: str) -> EvaluationSet:
+        """The transfer block's evaluation set called `name`; a name it lacks is refused with the ones it has."""
+        named = {item.name: item for item in self.require("transfer").evaluations}
+        if name not in named:
+            raise ProfileError(f"no evaluation set {name!r} (sets: {', '.join(named)})")
+        return named[name]
 
     def as_config(self, *sections: str) -> dict[str, Any]:
         """The named blocks as written in the file (no filled-in defaults), for a summary.json."""

@@ -163,7 +163,7 @@ def _registered_files(profile: profiles.Profile, root: Path) -> None:
     """07's test files of the registered rows (answers only; the study re-grades them) and 06's curves."""
     from supersede_lib.data.episodes import load_episodes
 
-    test = profile.require("transfer").evaluation("test")
+    test = profile.evaluation("test")
     episodes = load_episodes(test.episodes)
     right = [episode.gold_answers[0] for episode in episodes]
     stale = [episode.superseded_values[0] for episode in episodes]
@@ -385,7 +385,7 @@ def test_an_instruction_is_judged_in_float32_like_the_registered_arms_on_a_bf16_
     assert hf.fast_dtype("cpu") == torch.bfloat16  # what `auto` would pick here
     built: dict = {}
     monkeypatch.setattr(hf, "HFChatModel", lambda *args, **kwargs: built.update(kwargs) or "model")
-    test_set = PREREG.require("transfer").evaluation(PREREG.require("fast_slow").test)
+    test_set = PREREG.evaluation(PREREG.require("fast_slow").test)
     assert robustness.TRAINED_ENGINES["prefix_cache"](
         PREREG, test_set, tmp_path, "base.gguf", SetModel("GEPA 160", None)
     )

@@ -118,7 +118,7 @@ def judging_bench(
     import torch
 
     profile = profiles.load_profile(profile_name)
-    evaluation = profile.require("transfer").evaluation(set_name)
+    evaluation = profile.evaluation(set_name)
     recorded_csv = set_folder(profile, evaluation) / f"{recorded_label}.csv"
     if not recorded_csv.exists():
         return {"skipped": f"{recorded_csv} not found (the committed judgement to compare with)"}

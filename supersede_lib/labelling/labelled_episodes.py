@@ -40,7 +40,7 @@ class LabelBatchError(ValueError):
 
 def evaluation_set(profile: profiles.Profile, set_name: str) -> profiles.EvaluationSet:
     try:
-        return profile.require("transfer").evaluation(set_name)
+        return profile.evaluation(set_name)
     except profiles.ProfileError as error:
         raise LabelBatchError(f"profile {profile.name} has {error}") from error
 

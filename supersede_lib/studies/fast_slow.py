@@ -139,7 +139,7 @@ def agent_settings(profile: Profile) -> RunSettings:
     block: FastSlowBlock = profile.require("fast_slow")
     return set_settings(
         profile,
-        profile.require("transfer").evaluation(block.test),
+        profile.evaluation(block.test),
         [ConfigOnly(arm_config(profile, block.arm))],
     )
 
@@ -147,11 +147,9 @@ def agent_settings(profile: Profile) -> RunSettings:
 def registered_rows(profile: Profile) -> dict[str, Path]:
     """The registered rows' per-model CSVs from 07: base, format-controlled base, each verdict seed."""
     block: FastSlowBlock = profile.require("fast_slow")
-    test = set_folder(profile, profile.require("transfer").evaluation(block.test))
+    test = set_folder(profile, profile.evaluation(block.test))
     rows = {"base": test / f"{BASE}.csv"}
-    rows[REFERENCE] = (
-        set_folder(profile, profile.require("transfer").evaluation(block.reference)) / f"{BASE}.csv"
-    )
+    rows[REFERENCE] = set_folder(profile, profile.evaluation(block.reference)) / f"{BASE}.csv"
     for seed in block.verdict_seeds:
         rows[f"{block.arm} s{seed}"] = test / f"{block.arm}__seed-{seed}__step-{FINAL_STEP}.csv"
     return rows
@@ -198,7 +196,7 @@ def run_gepa(profile: Profile, budget: int, *, progress: bool = True) -> Optimis
     """One GEPA run of the block's set-up at `budget` metric calls, resumed from its folder when it holds
     a saved state; its cost (a live measurement) is kept in `cost.json` once written."""
     block: FastSlowBlock = profile.require("fast_slow")
-    selection = load_episodes(profile.require("transfer").evaluation(block.selection).episodes)
+    selection = load_episodes(profile.evaluation(block.selection).episodes)
     task = profiles.model_for(block.task_model, profile)
     reflection = profiles.model_for(block.reflection_model, profile)
     folder = gepa_folder(profile, budget)
@@ -297,7 +295,7 @@ def judge_plans(
     """Each plan's run over `episodes` in `folder` (finished runs read back), on `engine` (default: the
     engine of the block's test set): recorded replies where its run is recorded, else its weights."""
     block: FastSlowBlock = profile.require("fast_slow")
-    engine = engine or profile.require("transfer").evaluation(block.test).engine
+    engine = engine or profile.evaluation(block.test).engine
     base_path = resolve_base_model(arm_config(profile, block.arm))
     folder.mkdir(parents=True, exist_ok=True)
     frames = {}
@@ -411,9 +409,7 @@ def probe_prompts(profile: Profile) -> list[list[dict[str, str]]]:
     from the episodes alone, so every adapter is probed on the same text with no model call."""
     block: FastSlowBlock = profile.require("fast_slow")
     settings = agent_settings(profile)
-    episodes = load_episodes(profile.require("transfer").evaluation(block.selection).episodes)[
-        : block.kl_probe_episodes
-    ]
+    episodes = load_episodes(profile.evaluation(block.selection).episodes)[: block.kl_probe_episodes]
     prompts = []
     for episode in episodes:
         budget = settings.budget_for(episode)
@@ -633,7 +629,7 @@ def analyse_fast_slow(
 ) -> FastSlowResult:
     """The tables and the curve from the runs' files (nothing here makes a model call)."""
     block: FastSlowBlock = profile.require("fast_slow")
-    test = profile.require("transfer").evaluation(block.test)
+    test = profile.evaluation(block.test)
     episodes = {episode.episode_id: episode for episode in load_episodes(test.episodes)}
     rows: dict[str, pd.DataFrame] = {}
     for label, path in registered_rows(profile).items():
@@ -791,7 +787,7 @@ def run_fast_slow(
                 f"{gepa_label(budget)}: skipped (its GEPA run has not been made; run_fast_slow(budgets=[{budget}]))"
             )
     instructions = {budget: opt["best_instruction"] for budget, opt in optimisations.items()}
-    test = profile.require("transfer").evaluation(block.test)
+    test = profile.evaluation(block.test)
     plans = instruction_plans(profile, instructions, test)
     frames = judge_plans(profile, plans, load_episodes(test.episodes), directory / TEST_FOLDER, progress)
     result = analyse_fast_slow(profile, optimisations, frames)
