@@ -331,22 +331,28 @@ def test_a_cost_written_before_the_cached_count_reads_it_from_the_optimisation(
     assert (row["method"], row["task_cached_calls"], row["reflection_cached_calls"]) == ("GEPA 160", 570, 29)
 
 
-def test_a_replay_skips_notebook_10_until_it_is_recorded_and_the_report_says_so() -> None:
+def test_a_replay_skips_notebook_10_until_it_is_recorded_and_the_report_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether or not 10's record is committed, the rule is checked both ways: an unrecorded 10 is
+    named and skipped (never run live in a replay), a recorded one is replayed."""
     from supersede_lib.reproduce import notebooks as reproduce
     from supersede_lib.reproduce import report
 
-    if reproduce.has_committed_record("cpu_proof_prereg/10_fast_slow"):
-        pytest.skip("the cpu_proof_prereg record of 10 exists")
-    lines: list[str] = []
     path = reproduce.NOTEBOOK_DIR / "10_fast_slow.ipynb"
     assert path.exists() and reproduce.NOTEBOOK_BLOCKS["10"] == ("fast_slow",)
+    lines: list[str] = []
+    monkeypatch.setattr(reproduce, "has_committed_record", lambda folder: "10_fast_slow" not in folder)
     assert reproduce.recorded_notebooks("cpu_proof_prereg", [path], lines.append) == []
     assert "not recorded yet" in lines[0] and "--only 10 --live" in lines[0]
+    monkeypatch.setattr(reproduce, "has_committed_record", lambda folder: True)
+    assert reproduce.recorded_notebooks("cpu_proof_prereg", [path], lines.append) == [path]
     kept = reproduce.runnable_notebooks(
         profiles.load_profile("offline"), [path, path.with_name("02_isolation.ipynb")], lines.append
     )
     assert [item.name for item in kept] == ["02_isolation.ipynb"] and "has no fast_slow block" in lines[-1]
-    text = report.build_report("cpu_proof_prereg")
+    (tmp_path / "cpu_proof_prereg").mkdir()  # an output root without 10_fast_slow/
+    text = report.build_report("cpu_proof_prereg", output_root=tmp_path)
     assert (
         "## 10 · Fast and slow" in text and "has a `fast_slow:` block but there is no `10_fast_slow/`" in text
     )
