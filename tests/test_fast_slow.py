@@ -396,3 +396,49 @@ def test_an_instruction_is_judged_in_float32_like_the_registered_arms_on_a_bf16_
         PREREG, test_set, tmp_path, "base.gguf", SetModel("GEPA 160", None)
     )
     assert built["dtype"] == torch.float32 and built["prefix_cache"]
+
+
+def test_the_markdown_tables_show_points_readable_p_values_and_named_units() -> None:
+    """10's Markdown shows what a reader reads (the CSV keeps every digit): no bare 0.0000 for a tiny p,
+    no seventeen-digit float, the cost's cached calls beside its calls."""
+    comparisons = pd.DataFrame(
+        [
+            {"model": "GEPA 160", "other": "verdict s12", "n": 200, "diff": -0.455, "low": -0.535}
+            | {"high": -0.375, "b": 10, "c": 101, "p_exact": 4.396658681450787e-20, "p_holm": 1.3e-19}
+            | {"label": fast_slow.FALLS_SHORT},
+            {"model": "GEPA 160", "other": fast_slow.REFERENCE, "n": 200, "diff": 0.035, "low": -0.025}
+            | {"high": 0.095, "b": 21, "c": 14, "p_exact": 0.31050465907901537, "p_holm": float("nan")}
+            | {"label": fast_slow.FALLS_SHORT},
+        ]
+    )
+    shown = fast_slow.comparisons_display(comparisons).to_dict("records")
+    assert shown[0]["difference, points [95% bootstrap]"] == "-45.5 [-53.5, -37.5]"
+    assert (shown[0]["McNemar b / c"], shown[0]["p exact"], shown[0]["p Holm"]) == (
+        "10 / 101",
+        "4.4e-20",
+        "1.3e-19",
+    )
+    assert (shown[1]["p exact"], shown[1]["p Holm"]) == ("0.3105", "—")
+    kl = pd.DataFrame(
+        [{"model": "twin", "kl_per_token": 0.30229317881, "kl_first_reply_token": 4.30912, "how": "m"}]
+    )
+    assert fast_slow.kl_display(kl).iloc[0].tolist() == ["twin", "0.302", "4.309", "m"]
+    cost = pd.DataFrame(
+        [
+            {"method": "GEPA 640", "metric_calls": 641, "task_calls": 2318, "task_cached_calls": 2069}
+            | {
+                "task_prompt_tokens": 1124632,
+                "task_completion_tokens": 20169,
+                "wall_s": 7373.8,
+                "cpu": "Xeon",
+            }
+            | {"reflection_calls": 123, "reflection_cached_calls": 29, "reflection_proposals": 80}
+            | {"reflection_too_long": 38, "reflection_no_instruction": 5, "reflection_failed_calls": 0}
+        ]
+    )
+    row = fast_slow.cost_display(cost).iloc[0]
+    assert (row["task calls (cached)"], row["reflections (cached)"]) == ("2,318 (2,069)", "123 (29)")
+    assert (row["skipped: too long / no instruction / failed"], row["wall, live part (min)"]) == (
+        "38 / 5 / 0",
+        "122.9",
+    )

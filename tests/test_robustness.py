@@ -185,7 +185,7 @@ def test_a_replay_checks_the_recorded_09_and_its_report_section_holds_the_drops(
     assert (
         "| Qwen2.5-Coder-0.5B-Instruct-Q4_K_M | full_context | indirect | 40 |" in section
     )  # the drops table
-    assert "Headline numbers (ours):** 292, each a cell of the table below" in section  # counted, not listed
+    assert "Headline numbers (ours):** 292, each a cell of the tables below" in section  # counted, not listed
     assert "09 · Robustness" not in report.build_report("cpu_proof")  # no block, no folder: no section
 
 

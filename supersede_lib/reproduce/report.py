@@ -66,10 +66,10 @@ OPTIONAL_SECTIONS = {
     NOTEBOOK_FAST_SLOW: "fast_slow",
 }
 REPORT_FILE = "REPORT.md"
-# studies whose own table holds every headline number as a cell (09: one row per model, condition and
-# perturbation with both accuracies, the drop and its p): the section counts them instead of listing
-# each in a row of its own (hundreds of rows)
-HEADLINES_IN_OWN_TABLE = {NOTEBOOK_ROBUSTNESS}
+# studies whose own tables hold every headline number as a cell (09: one row per model, condition and
+# perturbation with both accuracies, the drop and its p; 10: each row's accuracy, each comparison's
+# difference and p values): the section counts them instead of listing each in a row of its own
+HEADLINES_IN_OWN_TABLE = {NOTEBOOK_ROBUSTNESS, NOTEBOOK_FAST_SLOW}
 
 
 def read_summary(study_dir: Path) -> dict[str, Any] | None:
@@ -162,7 +162,7 @@ def study_section(study_dir: Path, title: str, report_dir: Path) -> str:
         numbers = numbers_table(summary)
         if len(numbers) and study_dir.name in HEADLINES_IN_OWN_TABLE:
             lines += [
-                f"**Headline numbers (ours):** {len(numbers)}, each a cell of the table below "
+                f"**Headline numbers (ours):** {len(numbers)}, each a cell of the tables below "
                 f"(`{study_dir.name}/{STUDY_SUMMARY_FILE}` lists them one by one).",
                 "",
             ]

@@ -624,6 +624,76 @@ def _display(rows: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(shown).astype(str)
 
 
+def _small_p(value: Any) -> str:
+    """A p value to four places, or to two significant digits below 0.0001 (never a bare 0.0000)."""
+    if value is None or pd.isna(value):
+        return "—"
+    return f"{value:.1e}" if value < 1e-4 else format_pvalue(value)
+
+
+def comparisons_display(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons as a reader wants them: points with the interval, b / c and readable p values."""
+    return pd.DataFrame(
+        [
+            {
+                "model": row["model"],
+                "against": row["other"],
+                "n": row["n"],
+                "difference, points [95% bootstrap]": f"{100 * row['diff']:+.1f} "
+                f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}]",
+                "McNemar b / c": f"{row['b']} / {row['c']}",
+                "p exact": _small_p(row["p_exact"]),
+                "p Holm": _small_p(row["p_holm"]),
+                "label": row["label"],
+            }
+            for row in comparisons.to_dict("records")
+        ]
+    ).astype(str)
+
+
+def kl_display(kl: pd.DataFrame) -> pd.DataFrame:
+    """The drift table to three places, its units named."""
+    return pd.DataFrame(
+        [
+            {
+                "model": row["model"],
+                "KL per prompt token (nats)": f"{row['kl_per_token']:.3f}",
+                "KL at the reply's first token (nats)": f"{row['kl_first_reply_token']:.3f}",
+                "how": row["how"],
+            }
+            for row in kl.to_dict("records")
+        ]
+    ).astype(str)
+
+
+def cost_display(cost: pd.DataFrame) -> pd.DataFrame:
+    """Each GEPA run's cost on one readable row: calls with how many came from the cache, tokens, the
+    reflection replies skipped and why, the live wall time and the CPU."""
+
+    def count(row: dict[str, Any], key: str) -> str:
+        value = row.get(key)
+        return "—" if value is None or pd.isna(value) else f"{int(value):,}"
+
+    return pd.DataFrame(
+        [
+            {
+                "method": row["method"],
+                "metric calls": count(row, "metric_calls"),
+                "task calls (cached)": f"{count(row, 'task_calls')} ({count(row, 'task_cached_calls')})",
+                "task tokens, prompt / completion": f"{count(row, 'task_prompt_tokens')} / "
+                f"{count(row, 'task_completion_tokens')}",
+                "reflections (cached)": f"{count(row, 'reflection_calls')} ({count(row, 'reflection_cached_calls')})",
+                "proposals": count(row, "reflection_proposals"),
+                "skipped: too long / no instruction / failed": f"{count(row, 'reflection_too_long')} / "
+                f"{count(row, 'reflection_no_instruction')} / {count(row, 'reflection_failed_calls')}",
+                "wall, live part (min)": f"{row['wall_s'] / 60:.1f}",
+                "CPU": row.get("cpu", "—"),
+            }
+            for row in cost.to_dict("records")
+        ]
+    ).astype(str)
+
+
 def analyse_fast_slow(
     profile: Profile, optimisations: dict[int, dict[str, Any]], frames: dict[str, pd.DataFrame]
 ) -> FastSlowResult:
@@ -684,9 +754,15 @@ def agent_instruction(profile: Profile) -> str:
 
 
 COST_NOTE = (
-    "wall_s is the time the run's own processes spent; a call read back from the cache "
-    "(task_cached_calls, reflection_cached_calls) cost none of it, so a run finished from recorded "
-    "replies times its live part only (docs/fast-slow-log.md says what each run took in all)."
+    "The wall time is what the run's own processes spent; a call read back from the cache (the counts in "
+    "brackets) cost none of it, so a run finished from recorded replies times its live part only "
+    "(docs/fast-slow-log.md says what each run took in all). A reflection reply over the instruction "
+    "budget or without an instruction is counted and skipped."
+)
+KL_NOTE = (
+    "KL(base || adapter) of the next-token distributions on the fixed probe prompts (the agent's first "
+    "notes prompt and its answer prompt over empty notes, per probe episode), float32 on the CPU: the "
+    "mean over every prompt position and at the last one, where the reply's first token is chosen."
 )
 
 
@@ -744,10 +820,12 @@ def write_fast_slow(result: FastSlowResult) -> FastSlowResult:
     if len(result.rows):
         tables.append(write_table(directory, "test_set", result.rows, TABLE_NOTE, result.table))
     if len(result.comparisons):
-        tables.append(write_table(directory, "comparisons", result.comparisons, LABEL_NOTE))
-    for name, frame, note in (("cost", result.cost, COST_NOTE), ("kl_drift", result.kl, "")):
-        if len(frame):
-            tables.append(write_table(directory, name, frame, note))
+        shown = comparisons_display(result.comparisons)
+        tables.append(write_table(directory, "comparisons", result.comparisons, LABEL_NOTE, shown))
+    if len(result.cost):
+        tables.append(write_table(directory, "cost", result.cost, COST_NOTE, cost_display(result.cost)))
+    if len(result.kl):
+        tables.append(write_table(directory, "kl_drift", result.kl, KL_NOTE, kl_display(result.kl)))
     if len(result.drops):
         tables.append(
             write_table(directory, "robustness_drops", result.drops, robustness.DROP_NOTE, result.drops_table)
