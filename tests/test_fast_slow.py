@@ -313,22 +313,29 @@ def test_a_minibatch_that_repeats_an_episode_runs_it_once_and_scores_each_place(
     assert adapter.tally.episodes == 2
 
 
-def test_a_cost_written_before_the_cached_count_reads_it_from_the_optimisation(
+def test_the_cost_is_the_live_runs_never_a_replays_optimisation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A replay re-runs GEPA from recorded replies and rewrites optimisation.json with every call cached;
+    the cost table reads `cost.json` (the live run's) alone, so a replay cannot change it."""
     monkeypatch.setattr(profiles, "OUTPUT_ROOT", tmp_path)
     folder = fast_slow.gepa_folder(PREREG, 160)
     folder.mkdir(parents=True)
     cost = {
         "metric_calls": 161,
         "task_calls": 578,
+        "task_cached_calls": 570,
         "reflection": {"calls": 29, "cached_calls": 29},
         "wall_s": 56.8,
     }
     (folder / fast_slow.COST_FILE).write_text(json.dumps(cost))
-    (folder / "optimisation.json").write_text(json.dumps({"rollouts": {"cached_calls": 570}}))
+    (folder / "optimisation.json").write_text(json.dumps({"rollouts": {"cached_calls": 578}}))  # a replay's
     row = fast_slow.cost_table(PREREG, [160, 640]).iloc[0]  # 640 has no folder: no row
     assert (row["method"], row["task_cached_calls"], row["reflection_cached_calls"]) == ("GEPA 160", 570, 29)
+    del cost["task_cached_calls"]  # a cost.json written before the count: shown as unknown, not guessed
+    (folder / fast_slow.COST_FILE).write_text(json.dumps(cost))
+    shown = fast_slow.cost_display(fast_slow.cost_table(PREREG, [160]).assign(cpu="x")).iloc[0]
+    assert shown["task calls (cached)"] == "578 (—)"
 
 
 def test_a_replay_skips_notebook_10_until_it_is_recorded_and_the_report_says_so(

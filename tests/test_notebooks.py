@@ -273,3 +273,31 @@ def test_run_finishes_a_stopped_live_recording_by_reading_the_cache_back(
     assert modes == ["run", "live"]
     with pytest.raises(SystemExit):  # one mode at a time
         reproduce_command.main(["--profile", "smoke", "--run", "--live"])
+
+
+def test_a_partial_replay_keeps_the_run_results_of_the_notebooks_it_does_not_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--only 10` replays 10 alone: 07's run results are 10's inputs (its registered rows), so they are
+    copied; 10's own are left out for the replay to make again. A full replay leaves out every run's."""
+    outputs = tmp_path / "outputs"
+    for folder in ("07_transfer_eval/test", "10_fast_slow/test"):
+        run = outputs / "p" / folder
+        run.mkdir(parents=True)
+        for suffix in (".csv", ".trajectories.jsonl", ".manifest.json"):
+            (run / f"base{suffix}").write_text("x")
+    (outputs / "p" / "cache").mkdir()
+    monkeypatch.setattr(profiles, "OUTPUT_ROOT", outputs)
+
+    def copied(replayed: list[Path] | None) -> set[str]:
+        root = reproduce.prepare_replay_tree("p", tmp_path / "replay", replayed) / "p"
+        return {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
+
+    partial = copied([Path("notebooks/10_fast_slow.ipynb")])
+    assert {"07_transfer_eval/test/base.csv", "07_transfer_eval/test/base.trajectories.jsonl"} <= partial
+    assert "10_fast_slow/test/base.manifest.json" in partial and "10_fast_slow/test/base.csv" not in partial
+    assert not any(name.startswith("cache") for name in partial)
+    assert copied(None) == {
+        "07_transfer_eval/test/base.manifest.json",
+        "10_fast_slow/test/base.manifest.json",
+    }

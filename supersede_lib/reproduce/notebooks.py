@@ -183,7 +183,7 @@ def reproduce(
     root = (
         committed_root
         if mode in ("run", "live")
-        else prepare_replay_tree(profile, replay_root or REPLAY_ROOT)
+        else prepare_replay_tree(profile, replay_root or REPLAY_ROOT, paths)
     )
     run = ReproduceRun(profile=profile, mode=mode, output_root=root)
     started_wall, started = time.time(), time.perf_counter()
@@ -292,15 +292,27 @@ def _not_copied_into_a_replay(directory: str, names: list[str]) -> set[str]:
     return dropped | {run + suffix for run in runs for suffix in RUN_RESULT_SUFFIXES if run + suffix in names}
 
 
-def prepare_replay_tree(profile: str, replay_root: Path) -> Path:
+def prepare_replay_tree(profile: str, replay_root: Path, replayed: Sequence[Path] | None = None) -> Path:
     """A fresh scratch copy of outputs/<profile>/ under `replay_root` (inputs such as finished training
-    runs are read from it); the replay rewrites its tables there, never in outputs/."""
+    runs are read from it); the replay rewrites its tables there, never in outputs/.
+
+    Run results are left out only in the folders of the `replayed` notebooks (default: every folder):
+    a notebook that is not replayed (`--only 10` leaves out 07) keeps its run results, because a later
+    notebook reads them as inputs (10's table holds 07's registered rows)."""
     target = replay_root / profile
     if target.exists():
         shutil.rmtree(target)
     source = profiles.OUTPUT_ROOT / profile
     if source.exists():
-        shutil.copytree(source, target, ignore=_not_copied_into_a_replay)
+        folders = None if replayed is None else {path.stem for path in replayed}
+
+        def ignore(directory: str, names: list[str]) -> set[str]:
+            inside = Path(directory).relative_to(source).parts
+            if folders is not None and inside and inside[0] not in folders:
+                return {"cache", "training"} & set(names)
+            return _not_copied_into_a_replay(directory, names)
+
+        shutil.copytree(source, target, ignore=ignore)
     target.mkdir(parents=True, exist_ok=True)
     return replay_root
 

@@ -767,16 +767,14 @@ KL_NOTE = (
 
 
 def cost_table(profile: Profile, budgets: Sequence[int]) -> pd.DataFrame:
-    """Each GEPA run's recorded cost (`cost.json`, kept from the live run), with how many of its task
-    calls were read back from the cache (from `optimisation.json` where `cost.json` predates the count)."""
+    """Each GEPA run's recorded cost (`cost.json`, kept from the live run). Never read from
+    `optimisation.json`: a replay re-runs GEPA from the recorded replies and rewrites that file with
+    every call cached, while `cost.json` stays the live run's."""
     rows = []
     for budget in budgets:
-        folder = gepa_folder(profile, budget)
-        path = folder / COST_FILE
+        path = gepa_folder(profile, budget) / COST_FILE
         if path.exists():
             cost = json.loads(path.read_text(encoding="utf-8"))
-            if "task_cached_calls" not in cost and (optimisation := read_optimisation(folder)) is not None:
-                cost["task_cached_calls"] = optimisation["rollouts"]["cached_calls"]
             reflection = cost.pop("reflection")
             rows.append(
                 {"method": gepa_label(budget)}
