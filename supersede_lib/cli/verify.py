@@ -13,7 +13,17 @@ from collections.abc import Sequence
 
 from supersede_lib import profiles
 from supersede_lib.prereg.registered import verify_record
-from supersede_lib.reproduce.notebooks import REPLAY_ROOT, has_committed_record, report_is_current, reproduce
+from supersede_lib.reproduce.notebooks import (
+    REPLAY_ROOT,
+    has_committed_record,
+    notebook_paths,
+    report_is_current,
+    reproduce,
+)
+from supersede_lib.results.headings import NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER
+
+# a pre-registered proof's own notebooks, checked piece by piece (`prereg.registered.verify_record`)
+PROOF_NOTEBOOKS = {NOTEBOOK_TRAINING, NOTEBOOK_TRANSFER}
 
 
 def recorded_profiles() -> list[str]:
@@ -30,9 +40,22 @@ def verify_profile(name: str) -> bool:
         print("\n".join(problems) or f"{name}: every committed piece reproduced")
         if current is False:
             print(f"{name}: REPORT.md DIFFERS from what the committed files give: make report PROFILE={name}")
-        return not problems and current is not False
+        return not problems and current is not False and studies_beyond_the_proof_reproduce(name)
     run = reproduce(name, mode="replay")
     return run.verdict.ok and run.report_current is not False
+
+
+def studies_beyond_the_proof_reproduce(name: str) -> bool:
+    """A pre-registered profile's recorded studies beyond its proof (09, 10: they read the proof's
+    adapters and rows as inputs) replayed as notebooks and compared table by table."""
+    recorded = [
+        path.name[:2]
+        for path in notebook_paths()
+        if path.stem not in PROOF_NOTEBOOKS and has_committed_record(f"{name}/{path.stem}")
+    ]
+    if not recorded:
+        return True
+    return reproduce(name, recorded, mode="replay", write_report=False).verdict.ok
 
 
 def build_parser() -> argparse.ArgumentParser:
