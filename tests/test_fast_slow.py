@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from matplotlib.colors import to_rgba
 
 from supersede_lib import profiles
 from supersede_lib.studies import fast_slow
@@ -121,6 +122,17 @@ def test_the_curve_reads_the_recorded_grpo_metrics_and_gepas_best_so_far(capsys)
     optimisation = {"found_at_metric_calls": [0, 46, 29], "validation_scores": [0.3, 0.25, 0.45]}
     gepa = fast_slow.gepa_curve(optimisation, "GEPA 160")
     assert list(gepa["rollouts"]) == [0, 29, 46] and list(gepa["score"]) == [0.3, 0.45, 0.45]
+    unchanged = {"found_at_metric_calls": [0], "validation_scores": [0.25], "metric_calls": 161}
+    flat = fast_slow.gepa_curve(unchanged, "GEPA 160")  # nothing better found: a line to the calls spent
+    assert list(flat["rollouts"]) == [0, 161] and list(flat["score"]) == [0.25, 0.25]
+    points = pd.DataFrame(
+        {"model": ["verdict s11", "GEPA 160"], "rollouts": [160, 161], "accuracy": [0.6, 0.3]}
+    )
+    figure = fast_slow.curve_figure(pd.concat([curve, flat]), points, "t")
+    axis = figure.axes[0]
+    line = next(line for line in axis.get_lines() if line.get_label().startswith("GRPO verdict s11"))
+    marker = next(item for item in axis.collections if item.get_label() == "verdict s11: test accuracy")
+    assert tuple(marker.get_facecolor()[0]) == to_rgba(line.get_color())  # one colour a run
 
 
 # --------------------------------------------------------------------------------------------- end to end

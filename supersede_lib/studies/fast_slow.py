@@ -331,15 +331,17 @@ def judge_plans(
 
 
 def gepa_curve(optimisation: dict[str, Any], label: str) -> pd.DataFrame:
-    """The validation score of the best candidate so far at each candidate's discovery (metric calls)."""
+    """The validation score of the best candidate so far at each candidate's discovery (metric calls),
+    held to the calls the run spent (a run that found nothing better is a flat line, not one point)."""
     found = sorted(zip(optimisation["found_at_metric_calls"], optimisation["validation_scores"], strict=True))
     rows, best = [], float("-inf")
     for calls, score in found:
         best = max(best, float(score))
-        rows.append(
-            {"method": label, "rollouts": int(calls), "score": best, "kind": "GEPA validation (best so far)"}
-        )
-    return pd.DataFrame(rows)
+        rows.append({"method": label, "rollouts": int(calls), "score": best})
+    spent = int(optimisation.get("metric_calls") or 0)
+    if rows and spent > rows[-1]["rollouts"]:
+        rows.append({"method": label, "rollouts": spent, "score": best})
+    return pd.DataFrame(rows).assign(kind="GEPA validation (best so far)")
 
 
 def grpo_curve(training_dir: Path, arm: str, seeds: Sequence[int], per_step: int) -> pd.DataFrame:
@@ -366,17 +368,25 @@ def grpo_curve(training_dir: Path, arm: str, seeds: Sequence[int], per_step: int
 
 def curve_figure(curve: pd.DataFrame, points: pd.DataFrame, title: str) -> Any:
     """Lines: GEPA's validation score and GRPO's training success rate against rollouts; markers: the
-    test-set accuracy of each GEPA budget and each seed's final checkpoint at the rollouts it spent."""
+    test-set accuracy of each GEPA budget and each seed's final checkpoint at the rollouts it spent.
+    A run's line and its test marker share a colour (`GRPO verdict s11` and `verdict s11`)."""
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(8, 4.5))
+    def series(name: str) -> str:
+        return name.removeprefix("GRPO ")
+
+    names = list(dict.fromkeys([series(name) for name in curve.get("method", [])] + list(points["model"])))
+    palette = plt.get_cmap("tab10")
+    colour = {name: palette(index % 10) for index, name in enumerate(names)}
+    figure, axis = plt.subplots(figsize=(9, 4.5))
     for (method, kind), group in curve.groupby(["method", "kind"], sort=False):
-        style = "-" if kind.startswith("GEPA") else ":"
+        gepa = kind.startswith("GEPA")
         axis.plot(
             group["rollouts"],
             group["score"],
-            style,
-            drawstyle="steps-post" if style == "-" else "default",
+            "-" if gepa else ":",
+            drawstyle="steps-post" if gepa else "default",
+            color=colour[series(method)],
             label=f"{method} ({kind})",
         )
     for row in points.itertuples():
@@ -384,17 +394,20 @@ def curve_figure(curve: pd.DataFrame, points: pd.DataFrame, title: str) -> Any:
             row.rollouts,
             row.accuracy,
             marker="*" if row.model.startswith("GEPA") else "o",
-            s=80,
+            s=90,
             zorder=3,
+            color=colour[series(row.model)],
+            edgecolor="black",
             label=f"{row.model}: test accuracy",
         )
     axis.set(
         xlabel="rollouts spent (GEPA: metric calls; GRPO: steps x 8)",
         ylabel="accuracy / success rate",
-        ylim=(0, 1),
+        ylim=(0, 1.02),
         title=title,
     )
-    axis.legend(fontsize=7, loc="best")
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.tight_layout()
     return figure
 
 
