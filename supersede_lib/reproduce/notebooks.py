@@ -279,6 +279,7 @@ def has_committed_record(profile: str) -> bool:
 
 
 RUN_RESULT_SUFFIXES = (".csv", ".trajectories.jsonl")
+NEVER_COPIED = {"cache", "training"}  # the response cache and checkpoints: never part of a replay
 
 
 def _not_copied_into_a_replay(directory: str, names: list[str]) -> set[str]:
@@ -288,8 +289,9 @@ def _not_copied_into_a_replay(directory: str, names: list[str]) -> set[str]:
     (the manifest stays: it names the model and cache namespace the replies were recorded under).
     Inputs no replay can make (finished training runs, their metrics and rollouts) are copied."""
     runs = {name.removesuffix(".manifest.json") for name in names if name.endswith(".manifest.json")}
-    dropped = {"cache", "training"}
-    return dropped | {run + suffix for run in runs for suffix in RUN_RESULT_SUFFIXES if run + suffix in names}
+    return NEVER_COPIED | {
+        run + suffix for run in runs for suffix in RUN_RESULT_SUFFIXES if run + suffix in names
+    }
 
 
 def prepare_replay_tree(profile: str, replay_root: Path, replayed: Sequence[Path] | None = None) -> Path:
@@ -309,7 +311,7 @@ def prepare_replay_tree(profile: str, replay_root: Path, replayed: Sequence[Path
         def ignore(directory: str, names: list[str]) -> set[str]:
             inside = Path(directory).relative_to(source).parts
             if folders is not None and inside and inside[0] not in folders:
-                return {"cache", "training"} & set(names)
+                return NEVER_COPIED & set(names)
             return _not_copied_into_a_replay(directory, names)
 
         shutil.copytree(source, target, ignore=ignore)

@@ -40,6 +40,11 @@ def percent(value: float | None) -> str:
     return "—" if value is None or pd.isna(value) else f"{100 * value:.1f}%"
 
 
+def points_interval(diff: float, low: float, high: float) -> str:
+    """A difference of shares and its interval in signed points: 0.035, -0.025, 0.095 -> '+3.5 [-2.5, +9.5]'."""
+    return f"{100 * diff:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
 def format_pvalue(value: float | None) -> str:
     """A p value to four places; a missing one -> '—'."""
     return "—" if value is None or pd.isna(value) else f"{value:.4f}"

@@ -48,6 +48,7 @@ from supersede_lib.results.headings import (
     format_pvalue,
     headline_number,
     percent,
+    points_interval,
 )
 from supersede_lib.results.outputs import StudyResult, record_summary, write_csv_atomic, write_table
 from supersede_lib.studies import robustness
@@ -614,8 +615,7 @@ def _display(rows: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
         if not len(match):
             return "—", "—"
         item = match.iloc[0]
-        interval = f"{100 * item['diff']:+.1f} [{100 * item['low']:+.1f}, {100 * item['high']:+.1f}]"
-        return interval, format_pvalue(item["p_exact"])
+        return points_interval(item["diff"], item["low"], item["high"]), format_pvalue(item["p_exact"])
 
     shown = []
     for row in rows.to_dict("records"):
@@ -652,8 +652,7 @@ def comparisons_display(comparisons: pd.DataFrame) -> pd.DataFrame:
                 "model": row["model"],
                 "against": row["other"],
                 "n": row["n"],
-                "difference, points [95% bootstrap]": f"{100 * row['diff']:+.1f} "
-                f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}]",
+                "difference, points [95% bootstrap]": points_interval(row["diff"], row["low"], row["high"]),
                 "McNemar b / c": f"{row['b']} / {row['c']}",
                 "p exact": _small_p(row["p_exact"]),
                 "p Holm": _small_p(row["p_holm"]),

@@ -50,6 +50,7 @@ from supersede_lib.results.headings import (
     format_pvalue,
     headline_number,
     percent,
+    points_interval,
 )
 from supersede_lib.results.outputs import (
     StudyResult,
@@ -487,7 +488,7 @@ def drops_table(drops: pd.DataFrame) -> pd.DataFrame:
             return "—"
         if pd.isna(row["drop_low"]):
             return f"{100 * row['drop']:+.1f} [—]"
-        return f"{100 * row['drop']:+.1f} [{100 * row['drop_low']:+.1f}, {100 * row['drop_high']:+.1f}]"
+        return points_interval(row["drop"], row["drop_low"], row["drop_high"])
 
     rows = [
         {
