@@ -30,6 +30,7 @@ from supersede_lib.results.headings import (
     NOTEBOOK_FRONTIER,
     NOTEBOOK_ISOLATION,
     NOTEBOOK_SCALE,
+    format_pvalue,
     ours_label,
     percent,
 )
@@ -41,6 +42,15 @@ from supersede_lib.studies import isolation as isolation_study
 from supersede_lib.studies import scale as scale_study
 
 SMOKE = profiles.load_profile("smoke")
+
+
+def test_a_tiny_p_value_is_never_printed_as_zero() -> None:
+    """Every study's tables print p with one function: four places, scientific below 0.0001."""
+    assert format_pvalue(0.31050465907901537) == "0.3105"
+    assert format_pvalue(0.0001) == "0.0001"
+    assert format_pvalue(4.9e-5) == "4.9e-05"
+    assert format_pvalue(4.396658681450787e-20) == "4.4e-20"
+    assert format_pvalue(None) == format_pvalue(float("nan")) == "—"
 
 
 @pytest.fixture(scope="module")

@@ -45,9 +45,15 @@ def points_interval(diff: float, low: float, high: float) -> str:
     return f"{100 * diff:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
 
 
+SMALLEST_FIXED_PVALUE = 1e-4  # below it a p value is written in scientific notation
+
+
 def format_pvalue(value: float | None) -> str:
-    """A p value to four places; a missing one -> '—'."""
-    return "—" if value is None or pd.isna(value) else f"{value:.4f}"
+    """A p value to four places, or to two significant digits below 0.0001 (a bare 0.0000 would read
+    as "impossible"); a missing one -> '—'."""
+    if value is None or pd.isna(value):
+        return "—"
+    return f"{value:.1e}" if value < SMALLEST_FIXED_PVALUE else f"{value:.4f}"
 
 
 def slug(text: str) -> str:

@@ -637,13 +637,6 @@ def _display(rows: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(shown).astype(str)
 
 
-def _small_p(value: Any) -> str:
-    """A p value to four places, or to two significant digits below 0.0001 (never a bare 0.0000)."""
-    if value is None or pd.isna(value):
-        return "—"
-    return f"{value:.1e}" if value < 1e-4 else format_pvalue(value)
-
-
 def comparisons_display(comparisons: pd.DataFrame) -> pd.DataFrame:
     """The comparisons as a reader wants them: points with the interval, b / c and readable p values."""
     return pd.DataFrame(
@@ -654,8 +647,8 @@ def comparisons_display(comparisons: pd.DataFrame) -> pd.DataFrame:
                 "n": row["n"],
                 "difference, points [95% bootstrap]": points_interval(row["diff"], row["low"], row["high"]),
                 "McNemar b / c": f"{row['b']} / {row['c']}",
-                "p exact": _small_p(row["p_exact"]),
-                "p Holm": _small_p(row["p_holm"]),
+                "p exact": format_pvalue(row["p_exact"]),
+                "p Holm": format_pvalue(row["p_holm"]),
                 "label": row["label"],
             }
             for row in comparisons.to_dict("records")

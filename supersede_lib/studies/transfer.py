@@ -37,6 +37,7 @@ from supersede_lib.results.headings import (
     MATCHER,
     NOTEBOOK_TRAINING,
     NOTEBOOK_TRANSFER,
+    format_pvalue,
     headline_number,
     percent,
 )
@@ -339,8 +340,8 @@ def table3(checkpoints: pd.DataFrame) -> pd.DataFrame:
                 "McNemar b/c (base only / trained only)": "—"
                 if is_base
                 else f"{row.base_only_right}/{row.trained_only_right}",
-                "p exact": "—" if is_base else f"{row.p_exact:.4f}",
-                "p chi2 (corrected)": "—" if is_base else f"{row.p_chi2_corrected:.4f}",
+                "p exact": "—" if is_base else format_pvalue(row.p_exact),
+                "p chi2 (corrected)": "—" if is_base else format_pvalue(row.p_chi2_corrected),
             }
         )
     return pd.DataFrame(rows)
