@@ -80,3 +80,42 @@ def test_the_chosen_path_trains_the_recorded_runs_length_measuring_the_samplers_
     # the gap is measured every step on the rows that train (tests/test_training_sampling_gap.py)
     assert json.loads((run_dir / "training_config.json").read_text())["sampling_gap_every"] == 1
     assert training_runs_table([run_dir])[0]["steps"] == summary["final_step"]
+
+
+def test_the_llamacpp_rollouts_row_and_capped_instruction_sets_are_named_and_filed_apart(
+    tmp_path, monkeypatch
+) -> None:
+    """A bench of another setting writes its own file (a recorded `training.md` is never replaced), and
+    an AMX machine with torch's instruction sets capped says it is standing in for a smaller CPU."""
+    import argparse
+
+    from supersede_lib.bench import runner
+
+    row = {"device": "cpu float32", "step_s": 10.0, "rollouts_s": 4.0, "logps_s": 2.0}
+    row |= {"loss_backward_optimiser_s": 4.0, "window_s": 3.0, "peak_rss_gb": 1.0}
+    result = {
+        "config": "c.json",
+        "model": "m.gguf",
+        "seed": 12,
+        "chosen_because": "SUPERSEDE_CPU_DTYPE=float32",
+        "rows": 8,
+        "paths": {"float32, 1 thread (as recorded)": row, "chosen": row, "llama": row | {"window_s": None}},
+        "speedup_step": 1.0,
+        "speedup_llamacpp_rollouts": 2.5,
+        "gradient_distance": 0.0,
+        "gradient_cosine": 1.0,
+        "isa_caps": {"ATEN_CPU_CAPABILITY": "avx2"},
+        "machine": {"cpu": "Xeon", "cpu_count": 2, "flags": {"amx_bf16": True}, "load_average": [0, 0, 0]},
+    }
+    table = training_table(result)
+    assert "ATEN_CPU_CAPABILITY=avx2" in table and "an emulation of a smaller CPU" in table
+    assert "| llama | cpu float32 | 10.0 | 4.0 | 2.0 | 4.0 | — | 1.0 |" in table
+    assert "with llama.cpp's rollouts 2.5x" in table
+    monkeypatch.setattr(runner, "training_bench", lambda **kwargs: dict(result))
+    monkeypatch.setattr(runner, "git_state", lambda: {"commit": "x", "dirty": False})
+    args = argparse.Namespace(
+        training_threads=2, training_llamacpp_rollouts=True, training_runs=[], output_dir=tmp_path
+    )
+    runner.run_training_bench(args)
+    assert (tmp_path / "training-llamacpp-rollouts-isa-capped.md").exists()
+    assert not (tmp_path / "training.md").exists()

@@ -401,8 +401,15 @@ def run_benchmarks(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_training_bench(args: argparse.Namespace) -> dict[str, Any]:
     """One registered step, float32 on 1 thread vs the chosen path, and the runs named by `--training-runs`."""
-    measured = training_bench(chosen_threads=args.training_threads)
+    llamacpp = getattr(args, "training_llamacpp_rollouts", False)
+    measured = training_bench(chosen_threads=args.training_threads, llamacpp_rollouts=llamacpp)
     if "skipped" not in measured:
         measured["runs"] = training_runs_table(args.training_runs)
         measured["git"] = git_state()
-    return write_part(args.output_dir, "training", measured, training_table(measured))
+    # each setting has its own file, so a bench of another setting never replaces a recorded one
+    part = (
+        "training"
+        + ("-llamacpp-rollouts" if llamacpp else "")
+        + ("-isa-capped" if measured.get("isa_caps") else "")
+    )
+    return write_part(args.output_dir, part, measured, training_table(measured))

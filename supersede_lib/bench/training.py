@@ -35,6 +35,10 @@ REGISTERED_CONFIG = (
 )
 REGISTERED_SEED = 12
 FIELDS_NOT_FROM_RECORD = ("output_dir", "model_name_or_path", "seed")
+# environment variables that cap the instruction sets torch's kernels use: set, they let an AMX machine
+# stand in for an AVX2-only one (an emulation the table names, never a measurement of such a CPU)
+ISA_CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+LLAMACPP_ROLLOUTS = "chosen path, rollouts by llama.cpp"
 
 
 def registered_config(path: Path, model_path: Path, output_dir: str, **changes: Any) -> Any:
@@ -107,9 +111,12 @@ def training_bench(
     config_path: Path = REGISTERED_CONFIG,
     seed: int = REGISTERED_SEED,
     chosen_threads: int | None = None,
+    llamacpp_rollouts: bool = False,
 ) -> dict[str, Any]:
     """Time one registered step in float32 on 1 thread and on the chosen path (`cpu_dtype` auto, every
-    core or `chosen_threads`), and the chosen path's gradient distance from the float32 one."""
+    core or `chosen_threads`), and the chosen path's gradient distance from the float32 one. With
+    `llamacpp_rollouts`, a third step: the chosen path with llama.cpp sampling the rollouts
+    (`rollout_engine: llamacpp`; its gradient is the chosen path's arithmetic, so not taken again)."""
     import torch
 
     from supersede_lib.train.config import TrainingConfig
@@ -128,6 +135,12 @@ def training_bench(
         "float32, 1 thread (as recorded)": {"cpu_dtype": "float32", "cpu_threads": 1},
         f"chosen: {chosen_dtype}, {threads} threads": {"cpu_dtype": "auto", "cpu_threads": threads},
     }
+    if llamacpp_rollouts:
+        paths[f"{LLAMACPP_ROLLOUTS}: {chosen_dtype}, {threads} threads"] = {
+            "cpu_dtype": "auto",
+            "cpu_threads": threads,
+            "rollout_engine": "llamacpp",
+        }
     rows: dict[str, dict[str, Any]] = {}
     gradients: dict[str, Any] = {}
     samples: list = []
@@ -143,13 +156,17 @@ def training_bench(
                 micro_batches = config.gradient_accumulation_steps
             else:
                 _load_trainable_state(trainer, weights)
-            _, gradients[name], rows[name]["window_s"] = window_gradient(
-                trainer, samples, micro_batches, share=config.share_prompt_prefix
-            )
+            if config.rollout_engine == "llamacpp":
+                rows[name]["window_s"] = None
+                trainer.rollout_sampler.close()
+            else:
+                _, gradients[name], rows[name]["window_s"] = window_gradient(
+                    trainer, samples, micro_batches, share=config.share_prompt_prefix
+                )
             rows[name]["peak_rss_gb"] = round(_peak_rss_gb(), 1)
             del trainer  # the next path loads its own model: free this one's first
             gc.collect()
-    reference, chosen = (gradients[name] for name in paths)
+    reference, chosen = gradients.values()
     names = list(paths)
     return {
         "config": Path(config_path).name,
@@ -159,6 +176,12 @@ def training_bench(
         "rows": len(samples),
         "paths": rows,
         "speedup_step": round(rows[names[0]]["step_s"] / max(rows[names[1]]["step_s"], 1e-9), 2),
+        "speedup_llamacpp_rollouts": (
+            round(rows[names[0]]["step_s"] / max(rows[names[2]]["step_s"], 1e-9), 2)
+            if llamacpp_rollouts
+            else None
+        ),
+        "isa_caps": {name: os.environ[name] for name in ISA_CAP_VARIABLES if os.environ.get(name)},
         "gradient_distance": round(float((chosen - reference).norm() / reference.norm()), 4),
         "gradient_cosine": round(float(torch.nn.functional.cosine_similarity(chosen, reference, dim=0)), 4),
         "machine": machine_summary(threads),
@@ -234,15 +257,28 @@ def training_table(result: dict[str, Any]) -> str:
         "one window's gradient s | process peak RSS so far, GB |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    caps = result.get("isa_caps") or {}
+    if caps:
+        settings = ", ".join(f"{name}={value}" for name, value in caps.items())
+        lines[0] += (
+            f" Instruction sets capped for torch ({settings}): an emulation of a smaller CPU on this one, "
+            "not a measurement of such a CPU."
+        )
     for name, row in result["paths"].items():
+        window = "—" if row["window_s"] is None else f"{row['window_s']:.1f}"
         lines.append(
             f"| {name} | {row['device']} | {row['step_s']} | {row['rollouts_s']} | {row['logps_s']} | "
-            f"{row['loss_backward_optimiser_s']} | {row['window_s']:.1f} | {row['peak_rss_gb']} |"
+            f"{row['loss_backward_optimiser_s']} | {window} | {row['peak_rss_gb']} |"
         )
     lines += [
         "",
         f"Step speed-up: {result['speedup_step']}x (each path samples its own rollouts, so the step's "
-        "token counts differ; the window's gradient is on the same rows).",
+        "token counts differ; the window's gradient is on the same rows)"
+        + (
+            f"; with llama.cpp's rollouts {result['speedup_llamacpp_rollouts']}x."
+            if result.get("speedup_llamacpp_rollouts")
+            else "."
+        ),
         f"Gradient of one accumulation window over the float32 step's {result['rows']} rows, at its "
         f"weights: relative L2 distance from float32 {result['gradient_distance']}, cosine "
         f"{result['gradient_cosine']}.",

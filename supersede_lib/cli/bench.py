@@ -83,6 +83,11 @@ def _add_training_and_judging_options(parser: argparse.ArgumentParser) -> None:
         "--training-threads", type=int, default=None, help="threads of the chosen path (default: every core)"
     )
     training.add_argument(
+        "--training-llamacpp-rollouts",
+        action="store_true",
+        help="also time the chosen path with llama.cpp sampling the rollouts (rollout_engine: llamacpp)",
+    )
+    training.add_argument(
         "--training-runs",
         type=Path,
         nargs="*",

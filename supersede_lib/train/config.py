@@ -50,10 +50,18 @@ CONFIG_FIELDS_FREE_ON_RESUME = frozenset(
 )
 # Fields a run's record names only where they differ from their defaults: a run recorded without them
 # reads as one with their defaults, and its config hash stays what it was (`TrainingConfig.record`).
-CONFIG_FIELDS_RECORDED_WHEN_SET = ("sampling_gap_every", "rollout_is_correction", "rollout_is_clip_max")
+CONFIG_FIELDS_RECORDED_WHEN_SET = (
+    "sampling_gap_every",
+    "rollout_is_correction",
+    "rollout_is_clip_max",
+    "rollout_engine",
+)
 # TRL's `vllm_importance_sampling_mode` values, and "none": no importance-sampling correction
 IS_CORRECTION_MODES = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 DEFAULT_IS_CLIP_MAX = 3.0  # TRL's `vllm_importance_sampling_clip_max` default
+# who samples the rollouts: the trained model itself in transformers, or llama.cpp with its LoRA as a
+# GGUF adapter (train/llamacpp_rollouts.py)
+ROLLOUT_ENGINES = ("policy", "llamacpp")
 
 
 def model_dir() -> Path:
@@ -123,6 +131,9 @@ class TrainingConfig:
     # step then), with the weight's cap
     rollout_is_correction: str = "none"
     rollout_is_clip_max: float = DEFAULT_IS_CLIP_MAX
+    # ROLLOUT_ENGINES; with "llamacpp" the sampler's gap is measured every step (needs a GGUF model and
+    # a temperature above 0)
+    rollout_engine: str = "policy"
     loss_type: str = "dapo"
     skip_zero_advantage_rows: bool = True  # same gradient, less work (see SupersedeGRPOTrainer)
     # run the prompt prefix the rows share once per micro-batch (train/shared_prefix.py): same
@@ -179,6 +190,12 @@ class TrainingConfig:
                 f"TrainingConfig.rollout_is_correction must be one of {IS_CORRECTION_MODES}, "
                 f"got {self.rollout_is_correction!r}"
             )
+        if self.rollout_engine not in ROLLOUT_ENGINES:
+            raise ValueError(
+                f"TrainingConfig.rollout_engine must be one of {ROLLOUT_ENGINES}, got {self.rollout_engine!r}"
+            )
+        if self.rollout_engine == "llamacpp" and self.temperature <= 0:
+            raise ValueError("TrainingConfig: rollout_engine 'llamacpp' samples at a temperature above 0")
         if self.loss_type == "vespo" and self.rollout_is_correction.startswith("sequence"):
             raise ValueError(
                 "TrainingConfig: the vespo loss takes token-level importance weights only; set "

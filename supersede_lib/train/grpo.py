@@ -65,6 +65,7 @@ from supersede_lib.agent.settings import DEFAULT_ROLLOUT, RolloutSettings
 from supersede_lib.train.callbacks import ZeroAdvantageStop
 from supersede_lib.train.config import DEFAULT_IS_CLIP_MAX, IS_CORRECTION_MODES, ROLLOUTS_FILE, STATE_FILE
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource, difficulty_level
+from supersede_lib.train.llamacpp_rollouts import LlamaCppRolloutSampler
 from supersede_lib.train.rewards import TrajectoryScorer, group_advantages, rollout_record, score_trajectory
 from supersede_lib.train.samples import TrajectoryRecord, TurnSample, TurnTokens, expand_to_turn_samples
 from supersede_lib.train.sampling_logps import (
@@ -145,6 +146,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         skip_zero_advantage_rows: bool = True,
         log_rollouts: bool = True,
         share_prompt_prefix: bool = False,
+        rollout_sampler: LlamaCppRolloutSampler | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -174,6 +176,8 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.log_rollouts = log_rollouts
         self.share_prompt_prefix = share_prompt_prefix
+        self.rollout_sampler = rollout_sampler  # None: the policy samples its own rollouts
+        self._sampled_turns: dict[int, int] = {}  # per step, the turns llama.cpp sampled (their seeds)
         # the shared prefixes of the current accumulation window, their gradient owed at its end
         self._window_prefixes: dict[tuple[int, ...], WindowPrefix] = {}
         self.last_trajectories: list[TrajectoryRecord] = []  # the latest batch, for tests and notebooks
@@ -201,8 +205,29 @@ class SupersedeGRPOTrainer(GRPOTrainer):
 
     @property
     def records_sampling_logps(self) -> bool:
-        """Whether rollouts keep the sampler's log-probs: the gap is logged or corrected for."""
-        return self.sampling_gap_every > 0 or self.rollout_is_correction != "none"
+        """Whether rollouts keep the sampler's log-probs: the gap is logged or corrected for (always when
+        another engine samples)."""
+        return (
+            self.sampling_gap_every > 0
+            or self.rollout_is_correction != "none"
+            or self.rollout_sampler is not None
+        )
+
+    def _sample_with_engine(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]]]:
+        """A turn sampled by `rollout_sampler` with the current LoRA (reloaded after each optimiser
+        step); each reply seeded from the run's seed, the step and the turn, so a rerun draws the same."""
+        step = self.state.global_step
+        turn = self._sampled_turns.get(step, 0)
+        self._sampled_turns = {step: turn + 1}
+        self.rollout_sampler.sync(self.accelerator.unwrap_model(self.model), step, len(prompt_ids))
+        tokens, logps = self.rollout_sampler.sample(
+            prompt_ids,
+            max_new_tokens=self.max_completion_length,
+            temperature=self.temperature,
+            seed=(self.args.seed * 100_003 + step * 1_009 + turn * 101) % 2**31,
+        )
+        completions = [self._until_eos(row) for row in tokens]
+        return completions, [row[: len(ids)] for row, ids in zip(logps, completions, strict=True)]
 
     def _generate_turn(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
         """One reply per prompt, and the sampler's log-prob of each reply token (None: not recorded).
@@ -213,6 +238,8 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         neither sharing nor recording applies, or generation is not TRL's plain `generate` (vLLM,
         continuous batching), TRL's own path samples, with its own log-probs (vLLM's) or None.
         """
+        if self.rollout_sampler is not None:
+            return self._sample_with_engine(prompt_ids)
         own_generate = not self.use_vllm and not self.use_transformers_continuous_batching
         shared = common_prefix_length(prompt_ids)
         share = (
@@ -541,6 +568,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         measure_kl = not need_ref and self.kl_log_every > 0 and (step == 1 or step % self.kl_log_every == 0)
         measure_gap = "sampling_per_token_logps" in batch and (
             self.rollout_is_correction != "none"
+            or self.rollout_sampler is not None
             or (self.sampling_gap_every > 0 and (step == 1 or step % self.sampling_gap_every == 0))
         )
 

@@ -50,6 +50,7 @@ from supersede_lib.train.config import (
     TrainingConfig,
 )
 from supersede_lib.train.curriculum import Curriculum, EpisodeSource
+from supersede_lib.train.llamacpp_rollouts import LlamaCppRolloutSampler
 from supersede_lib.train.precision import resolve_cpu_dtype, write_precision
 from supersede_lib.train.processes import (
     is_main_process,
@@ -471,8 +472,20 @@ def build_trainer(
         share_prompt_prefix=config.share_prompt_prefix
         and not uses_unsloth(config)
         and not gradient_checkpointing,
+        rollout_sampler=rollout_sampler(config),
     )
     return trainer
+
+
+def rollout_sampler(config: TrainingConfig) -> LlamaCppRolloutSampler | None:
+    """llama.cpp on the GGUF the base was dequantised from, when the config hands it the sampling."""
+    import torch
+
+    if config.rollout_engine != "llamacpp":
+        return None
+    source, gguf_file = resolve_model_source(config)
+    base_gguf = Path(source) / gguf_file if gguf_file else Path(source)
+    return LlamaCppRolloutSampler(base_gguf, n_threads=torch.get_num_threads(), n_ctx=config.max_seq_length)
 
 
 def _truncate_jsonl(path: Path, max_step: int) -> None:
