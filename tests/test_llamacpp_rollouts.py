@@ -66,6 +66,12 @@ def _smollm2() -> Path:
     return found
 
 
+def _alternating_reward():  # noqa: ANN202
+    """1, 0, 1, 0, ... whatever the replies: every group of two has a spread, so its rows train."""
+    calls = iter(range(1_000_000))
+    return lambda episode, rollout: float(next(calls) % 2 == 0)
+
+
 @pytest.fixture
 def smollm2_trainer(tmp_path: Path):  # noqa: ANN201
     """A one-step float32 trainer on SmolLM2 whose rollouts llama.cpp samples."""
@@ -74,7 +80,6 @@ def smollm2_trainer(tmp_path: Path):  # noqa: ANN201
     pytest.importorskip("peft")
     import torch
 
-    from supersede_lib.train.gpu_check import reply_hash_reward
     from supersede_lib.train.run import build_trainer
 
     threads = torch.get_num_threads()
@@ -84,11 +89,13 @@ def smollm2_trainer(tmp_path: Path):  # noqa: ANN201
         rollout_engine="llamacpp",
         max_steps=1,
         save_steps=1,
+        episodes_per_step=1,  # one group of two: the least a step trains on
+        cpu_threads=2,
         max_completion_length=12,  # long enough for the groups' replies (and rewards) to differ
         cpu_dtype="float32",
         temperature=0.7,
     )
-    trainer = build_trainer(config, seed=0, scorer=reply_hash_reward)
+    trainer = build_trainer(config, seed=0, scorer=_alternating_reward())
     yield trainer
     trainer.rollout_sampler.close()
     torch.set_num_threads(threads)

@@ -105,6 +105,21 @@ def _load_trainable_state(trainer: Any, state: dict[str, Any]) -> None:
                 parameter.copy_(state[name].to(parameter.dtype))
 
 
+def _bench_paths(threads: int, chosen_dtype: str, llamacpp_rollouts: bool) -> dict[str, dict[str, Any]]:
+    """The timed paths, each a name and its config changes: float32 on one thread first (the reference)."""
+    paths: dict[str, dict[str, Any]] = {
+        "float32, 1 thread (as recorded)": {"cpu_dtype": "float32", "cpu_threads": 1},
+        f"chosen: {chosen_dtype}, {threads} threads": {"cpu_dtype": "auto", "cpu_threads": threads},
+    }
+    if llamacpp_rollouts:
+        paths[f"{LLAMACPP_ROLLOUTS}: {chosen_dtype}, {threads} threads"] = {
+            "cpu_dtype": "auto",
+            "cpu_threads": threads,
+            "rollout_engine": "llamacpp",
+        }
+    return paths
+
+
 def training_bench(
     model_path: str | Path | None = None,
     *,
@@ -131,16 +146,7 @@ def training_bench(
         return {"skipped": f"{model.name} not found (the registered run's model, {Path(model_file).name})"}
     threads = chosen_threads or os.cpu_count() or 1
     chosen_dtype, why = dtype_for_auto()
-    paths = {
-        "float32, 1 thread (as recorded)": {"cpu_dtype": "float32", "cpu_threads": 1},
-        f"chosen: {chosen_dtype}, {threads} threads": {"cpu_dtype": "auto", "cpu_threads": threads},
-    }
-    if llamacpp_rollouts:
-        paths[f"{LLAMACPP_ROLLOUTS}: {chosen_dtype}, {threads} threads"] = {
-            "cpu_dtype": "auto",
-            "cpu_threads": threads,
-            "rollout_engine": "llamacpp",
-        }
+    paths = _bench_paths(threads, chosen_dtype, llamacpp_rollouts)
     rows: dict[str, dict[str, Any]] = {}
     gradients: dict[str, Any] = {}
     samples: list = []
