@@ -116,21 +116,21 @@ class EmbeddedGGUFModel:
                 raise ModelConfigError(
                     "the embedded backend needs xllamacpp: pip install xllamacpp (or pip install -e '.[embedded]')"
                 ) from error
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.model_path)
-            params.n_ctx = self.n_ctx * self.n_parallel  # llama.cpp divides the context among its slots
-            params.n_parallel = self.n_parallel
-            if self.serves_embeddings:
-                serve_embeddings(params)
-            if self.n_threads is not None:
-                params.cpuparams.n_threads = self.n_threads
-                params.cpuparams_batch.n_threads = self.n_threads
-            if not self.verbose:
-                params.verbosity = -1  # llama.cpp logs every request on stderr otherwise
-            adapter_note = ""
+            converted = None
             if self.lora_adapter is not None:
                 converted = convert_lora_adapter(self.lora_adapter, self.model_path)
-                params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(converted), 1.0)]
+            params = server_params(
+                self.model_path,
+                n_ctx=self.n_ctx,
+                n_parallel=self.n_parallel,
+                n_threads=self.n_threads,
+                verbose=self.verbose,
+                lora_gguf=converted,
+            )
+            if self.serves_embeddings:
+                serve_embeddings(params)
+            adapter_note = ""
+            if converted is not None:
                 adapter_note = f" and LoRA adapter {converted} (from {self.lora_adapter.source})"
             try:
                 self._server = xllamacpp.Server(params)
@@ -251,6 +251,33 @@ class EmbeddedGGUFModel:
 
     async def aembed(self, texts: list[str]) -> EmbedResult:
         return await asyncio.to_thread(self.embed, texts)
+
+
+def server_params(
+    model_path: str | Path,
+    *,
+    n_ctx: int,
+    n_parallel: int = 1,
+    n_threads: int | None = None,
+    verbose: bool = False,
+    lora_gguf: str | Path | None = None,
+) -> Any:
+    """llama.cpp's server params for `model_path`: `n_ctx` tokens in each of `n_parallel` slots,
+    `n_threads` (None: llama.cpp's default), quiet unless `verbose`, a GGUF LoRA at full strength."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model_path)
+    params.n_ctx = n_ctx * n_parallel  # llama.cpp divides the context among its slots
+    params.n_parallel = n_parallel
+    if n_threads is not None:
+        params.cpuparams.n_threads = n_threads
+        params.cpuparams_batch.n_threads = n_threads
+    if not verbose:
+        params.verbosity = -1  # llama.cpp logs every request on stderr otherwise
+    if lora_gguf is not None:
+        params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(lora_gguf), 1.0)]
+    return params
 
 
 def serve_embeddings(params: Any) -> None:

@@ -177,7 +177,7 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         self.log_rollouts = log_rollouts
         self.share_prompt_prefix = share_prompt_prefix
         self.rollout_sampler = rollout_sampler  # None: the policy samples its own rollouts
-        self._sampled_turns: dict[int, int] = {}  # per step, the turns llama.cpp sampled (their seeds)
+        self._sampled_turn = (-1, 0)  # (step, turns llama.cpp sampled in it): the next turn's seed
         # the shared prefixes of the current accumulation window, their gradient owed at its end
         self._window_prefixes: dict[tuple[int, ...], WindowPrefix] = {}
         self.last_trajectories: list[TrajectoryRecord] = []  # the latest batch, for tests and notebooks
@@ -217,8 +217,8 @@ class SupersedeGRPOTrainer(GRPOTrainer):
         """A turn sampled by `rollout_sampler` with the current LoRA (reloaded after each optimiser
         step); each reply seeded from the run's seed, the step and the turn, so a rerun draws the same."""
         step = self.state.global_step
-        turn = self._sampled_turns.get(step, 0)
-        self._sampled_turns = {step: turn + 1}
+        turn = self._sampled_turn[1] if self._sampled_turn[0] == step else 0
+        self._sampled_turn = (step, turn + 1)
         self.rollout_sampler.sync(self.accelerator.unwrap_model(self.model), step, len(prompt_ids))
         tokens, logps = self.rollout_sampler.sample(
             prompt_ids,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from supersede_lib.models.chat import ModelCallError, ModelConfigError, one_line
+from supersede_lib.models.gguf import server_params
 from supersede_lib.models.lora_gguf import convert_lora_adapter
 
 MAX_SLOTS = 8  # llama.cpp slots decoded together; more only queue on a 2-core CPU
@@ -108,14 +109,13 @@ class LlamaCppRolloutSampler:
     def _load(self, adapter_gguf: Path, slots: int) -> Any:
         import xllamacpp
 
-        params = xllamacpp.CommonParams()
-        params.model.path = str(self.base_gguf)
-        params.n_ctx = self.n_ctx * slots  # llama.cpp divides the context among its slots
-        params.n_parallel = slots
-        params.cpuparams.n_threads = self.n_threads
-        params.cpuparams_batch.n_threads = self.n_threads
-        params.verbosity = -1
-        params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(adapter_gguf), 1.0)]
+        params = server_params(
+            self.base_gguf,
+            n_ctx=self.n_ctx,
+            n_parallel=slots,
+            n_threads=self.n_threads,
+            lora_gguf=adapter_gguf,
+        )
         try:
             return xllamacpp.Server(params)
         except RuntimeError as error:

@@ -483,9 +483,9 @@ def rollout_sampler(config: TrainingConfig) -> LlamaCppRolloutSampler | None:
 
     if config.rollout_engine != "llamacpp":
         return None
-    source, gguf_file = resolve_model_source(config)
-    base_gguf = Path(source) / gguf_file if gguf_file else Path(source)
-    return LlamaCppRolloutSampler(base_gguf, n_threads=torch.get_num_threads(), n_ctx=config.max_seq_length)
+    return LlamaCppRolloutSampler(
+        resolve_base_model(config), n_threads=torch.get_num_threads(), n_ctx=config.max_seq_length
+    )
 
 
 def _truncate_jsonl(path: Path, max_step: int) -> None:
